@@ -1,0 +1,139 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// Client takes locks on a fixed set of independent Redis masters. One Client
+// per process is the norm: it owns one Pub/Sub connection per node for every
+// waiter and one watchdog for every held lock. It is safe for concurrent use.
+type Client struct {
+	opts   Options
+	id     string // CLIENTID: the first half of every owner id
+	nodes  []*reentrant.Node
+	addrs  []string
+	quorum int
+	dog    *watchdog.Watchdog
+
+	life     context.Context // ends at Close: background work stops
+	stop     context.CancelFunc
+	inflight sync.WaitGroup // node calls, including those fanOut gave up on
+	bg       sync.WaitGroup // background clean-ups
+
+	mu     sync.Mutex
+	closed bool
+	held   map[*Mutex]struct{} // handles holding a lock, released at Close
+}
+
+// New validates opts and returns a Client over opts.Nodes. It does not
+// contact the nodes: an unreachable node shows up as a per-node error of the
+// first operation.
+func New(opts Options) (*Client, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		opts:   opts,
+		id:     uuid.NewString(),
+		quorum: quorum(len(opts.Nodes)),
+		held:   make(map[*Mutex]struct{}),
+	}
+	for _, n := range opts.Nodes {
+		c.nodes = append(c.nodes, reentrant.NewNode(n))
+		c.addrs = append(c.addrs, nodeAddr(n))
+	}
+	c.life, c.stop = context.WithCancel(context.Background())
+	c.dog = watchdog.New(c.renewBatch, watchdog.Options{})
+	return c, nil
+}
+
+// ID returns the Client's id, the CLIENTID part of its owners' ids.
+func (c *Client) ID() string { return c.id }
+
+// Nodes returns how many nodes the Client uses and the quorum among them.
+func (c *Client) Nodes() (n, quorum int) { return len(c.nodes), c.quorum }
+
+// Close releases every lock still held through this Client, stops renewing,
+// waits for background clean-ups and in-flight node calls, and makes every
+// later operation return ErrClosed. It does not close the go-redis clients.
+// It returns the errors of the releases, if any.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	held := make([]*Mutex, 0, len(c.held))
+	for m := range c.held {
+		held = append(held, m)
+	}
+	c.mu.Unlock()
+
+	var errs []error
+	for _, m := range held {
+		if err := m.releaseAll(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.dog.Close()
+	c.mu.Lock()
+	c.stop() // under mu: inBackground never adds to bg once this ran
+	c.mu.Unlock()
+	c.bg.Wait()
+	c.inflight.Wait()
+	return errors.Join(errs...)
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// track records that m holds a lock (or no longer does), so Close can
+// release it.
+func (c *Client) track(m *Mutex, holding bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if holding {
+		c.held[m] = struct{}{}
+	} else {
+		delete(c.held, m)
+	}
+}
+
+// jitter returns a random delay in [d/2, 3d/2): attempts that failed together
+// must not retry in lockstep.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + rand.N(d)
+}
+
+// inBackground runs f on the Client's lifetime context, tracked so Close
+// waits for it. It reports false when the Client is closed.
+func (c *Client) inBackground(f func(ctx context.Context)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.life.Err() != nil {
+		return false
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		f(c.life)
+	}()
+	return true
+}

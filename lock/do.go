@@ -1,0 +1,41 @@
+package lock
+
+import (
+	"context"
+	"errors"
+)
+
+// Do runs fn while holding the lock named name, with a fresh owner and the
+// Client's renewed lease, and releases the lock when fn returns.
+//
+// Do waits for the lock as Lock does, bounded by ctx. fn's context ends when
+// ctx ends or when the lock is lost, whichever comes first; after a loss
+// context.Cause(fnCtx) is ErrLost, and Do's error wraps ErrLost. Otherwise
+// Do returns fn's error, joined with Unlock's if that failed.
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error) error {
+	m := c.NewMutex(name)
+	if err := m.Lock(ctx); err != nil {
+		return err
+	}
+	fnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lost := m.Lost()
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		select {
+		case <-lost:
+			cancel(ErrLost)
+		case <-fnCtx.Done():
+		}
+	}()
+
+	err := fn(fnCtx)
+	cancel(nil)
+	<-watchDone
+	unlockErr := m.Unlock(context.WithoutCancel(ctx))
+	if errors.Is(context.Cause(fnCtx), ErrLost) && !errors.Is(unlockErr, ErrLost) {
+		unlockErr = errors.Join(unlockErr, ErrLost)
+	}
+	return errors.Join(err, unlockErr)
+}

@@ -1,0 +1,285 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// Mutex is a handle on a named distributed lock, and one owner of it.
+//
+// Ownership belongs to the handle, not to a goroutine: the handle that
+// locked may be unlocked from any goroutine, and locking the same handle
+// again re-enters the lock without blocking (it must then be unlocked as
+// many times). Two handles are two owners, even with the same name in the
+// same process: the second blocks until the first fully unlocks. Share one
+// handle to nest across goroutines of one owner; make one handle per owner
+// otherwise. A Mutex is safe for concurrent use.
+type Mutex struct {
+	c       *Client
+	key     reentrant.Key
+	keyErr  error // a bad name: every operation returns it
+	owner   string
+	holdCtx context.Context // when it ends, a held lock is released
+
+	// opMu serializes this owner's operations against Redis: each carries
+	// the count it sets and a sequence number that must grow with it.
+	opMu sync.Mutex
+
+	mu         sync.Mutex // guards the hold state below; never held across I/O
+	count      int64
+	seq        int64
+	lease      time.Duration
+	renewed    bool // the watchdog renews this hold
+	validUntil time.Time
+	lost       chan struct{} // closed when the current hold is lost
+	isLost     bool
+	entry      *watchdog.Entry
+	stopHold   func() bool // stops the hold context's watch
+}
+
+// MutexOption configures a Mutex.
+type MutexOption func(*Mutex)
+
+// WithHoldContext ties holds of the Mutex to ctx: when ctx ends, a held lock
+// stops being renewed and is released at once, whatever its hold count. By
+// default a hold lasts until it is unlocked or the Client is closed.
+func WithHoldContext(ctx context.Context) MutexOption {
+	return func(m *Mutex) { m.holdCtx = ctx }
+}
+
+// NewMutex returns a handle, and owner, for the lock named name. A name may
+// hold any bytes; the empty name gives a handle whose every operation
+// returns an error wrapping ErrInvalidArgument.
+func (c *Client) NewMutex(name string, opts ...MutexOption) *Mutex {
+	key, err := reentrant.NewKey(c.opts.KeyPrefix, name)
+	m := &Mutex{
+		c:      c,
+		key:    key,
+		keyErr: err,
+		owner:  c.id + ":" + uuid.NewString(),
+		lost:   closedChan,
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// Name returns the lock's name.
+func (m *Mutex) Name() string { return m.key.Name }
+
+// Owner returns this handle's owner id, CLIENTID:OWNERID, as stored in Redis.
+func (m *Mutex) Owner() string { return m.owner }
+
+// HoldCount returns how many times this handle holds the lock: 0 when it
+// does not hold it.
+func (m *Mutex) HoldCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int(m.count)
+}
+
+// ValidUntil returns the time until which the current hold is known to be
+// valid (on the monotonic clock, so compare it with time.Now, not across
+// processes); the watchdog moves it forward at each renewal. The zero time
+// when the handle holds nothing.
+func (m *Mutex) ValidUntil() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.entry != nil {
+		return m.entry.ValidUntil()
+	}
+	return m.validUntil
+}
+
+// Lost returns a channel that is closed when the current hold is lost: its
+// lease ran out without renewal, or a quorum of nodes no longer has it. It
+// is closed no later than ValidUntil. When the handle holds nothing it
+// returns a closed channel.
+func (m *Mutex) Lost() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lost
+}
+
+// Lock acquires the lock, waiting while another owner holds it, with the
+// Client's lease (Options.Lease), renewed by the watchdog until Unlock.
+// If this handle already holds the lock, Lock re-enters it at once.
+//
+// ctx bounds the wait only, not the hold. When ctx ends first Lock returns
+// an error for which errors.Is(err, ctx.Err()) is true, and nothing of the
+// attempt is left on any node. While a quorum cannot be reached (nodes
+// down) Lock keeps retrying until ctx ends; its error then also wraps the
+// last *QuorumError.
+func (m *Mutex) Lock(ctx context.Context) error {
+	_, err := m.lock(ctx, m.c.opts.Lease, true, true)
+	return err
+}
+
+// LockFor is Lock with an explicit lease: the lock is not renewed and
+// expires after lease unless unlocked before. A re-entry keeps the lease
+// and renewal of the first acquisition.
+func (m *Mutex) LockFor(ctx context.Context, lease time.Duration) error {
+	_, err := m.lock(ctx, lease, false, true)
+	return err
+}
+
+// TryLock makes one attempt to acquire the lock, with the Client's renewed
+// lease, and reports whether it did. It returns false and no error when
+// another owner holds the lock, and false with a *QuorumError when the nodes
+// could not agree. A failed attempt leaves nothing on any node.
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	return m.lock(ctx, m.c.opts.Lease, true, false)
+}
+
+// TryLockFor is TryLock with an explicit lease that is not renewed.
+func (m *Mutex) TryLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	return m.lock(ctx, lease, false, false)
+}
+
+func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait bool) (bool, error) {
+	if err := m.usable(); err != nil {
+		return false, err
+	}
+	if !renewed {
+		if err := checkLease("lease", lease, m.c.opts.NodeTimeout); err != nil {
+			return false, err
+		}
+	}
+	var w waiter
+	defer w.close()
+	for {
+		ok, a, err := m.attempt(ctx, lease, renewed)
+		if ok || err != nil && !errors.As(err, new(*QuorumError)) {
+			return ok, err
+		}
+		if !wait {
+			return false, err
+		}
+		if werr := w.wait(ctx, m, a); werr != nil {
+			if err != nil {
+				return false, errors.Join(werr, err)
+			}
+			return false, werr
+		}
+	}
+}
+
+// attempt runs one acquire for this owner: a first hold, or a re-entry.
+func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool) (bool, attempt, error) {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+
+	m.mu.Lock()
+	if m.isLost {
+		m.mu.Unlock()
+		return false, attempt{}, ErrLost
+	}
+	if m.count > 0 { // a re-entry keeps the hold's lease and renewal
+		lease, renewed = m.lease, m.renewed
+	}
+	op := m.op(m.count+1, lease, 2) // one sequence number for the undo
+	m.mu.Unlock()
+
+	a := m.c.acquire(ctx, op)
+	if !a.acquired {
+		return false, a, a.err
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.count = op.Count
+	if op.Count > 1 {
+		m.extend(a.validUntil)
+		return true, a, nil
+	}
+	m.startHold(lease, renewed, a.validUntil)
+	return true, a, nil
+}
+
+// op builds the next operation of this owner, reserving n sequence numbers.
+// The caller holds m.mu.
+func (m *Mutex) op(count int64, lease time.Duration, n int64) reentrant.Op {
+	m.seq += n
+	return reentrant.Op{Key: m.key, Owner: m.owner, Lease: lease, Count: count, Seq: m.seq - n + 1}
+}
+
+// startHold records a first acquisition: lease, loss channel, renewal or
+// deadline watch, hold context. The caller holds m.mu.
+func (m *Mutex) startHold(lease time.Duration, renewed bool, validUntil time.Time) {
+	m.lease, m.renewed, m.validUntil = lease, renewed, validUntil
+	m.isLost = false
+	lost := make(chan struct{})
+	m.lost = lost
+	every := time.Duration(0)
+	if renewed {
+		every = lease / 3
+	}
+	m.entry = m.c.dog.Watch(m, every, validUntil, func() { m.markLost(lost) })
+	if m.holdCtx != nil {
+		m.stopHold = context.AfterFunc(m.holdCtx, func() { _ = m.releaseAll() })
+	}
+	m.c.track(m, true)
+}
+
+// extend moves the hold's deadline after an operation a quorum confirmed.
+// The caller holds m.mu.
+func (m *Mutex) extend(validUntil time.Time) {
+	if validUntil.After(m.validUntil) {
+		m.validUntil = validUntil
+	}
+	if m.entry != nil {
+		m.entry.Extend(validUntil)
+	}
+}
+
+// endHold forgets the hold once the count is zero. The caller holds m.mu.
+func (m *Mutex) endHold() {
+	if m.entry != nil {
+		m.entry.Stop()
+		m.entry = nil
+	}
+	if m.stopHold != nil {
+		m.stopHold()
+		m.stopHold = nil
+	}
+	m.validUntil = time.Time{}
+	m.isLost = false
+	m.lost = closedChan
+	m.c.track(m, false)
+}
+
+// markLost signals the loss of the hold whose channel is lost.
+func (m *Mutex) markLost(lost chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lost != lost || m.isLost {
+		return
+	}
+	m.isLost = true
+	close(lost)
+	if m.entry != nil {
+		m.entry.Stop()
+		m.entry = nil
+	}
+	m.c.opts.Logger.Warn("relock: lock lost", "name", m.key.Name, "owner", m.owner)
+}
+
+func (m *Mutex) usable() error {
+	if m.keyErr != nil {
+		return m.keyErr
+	}
+	if m.c.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}

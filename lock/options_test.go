@@ -1,0 +1,71 @@
+package lock_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/lock"
+)
+
+// These tests need no Redis: New validates options before any I/O.
+func TestNewRejectsBadOptions(t *testing.T) {
+	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:2"})
+	sameAsA := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = sameAsA.Close() })
+
+	cases := []struct {
+		name   string
+		opts   lock.Options
+		option string // the option the error must name
+	}{
+		{"no nodes", lock.Options{}, "Nodes"},
+		{"nil client", lock.Options{Nodes: []redis.UniversalClient{a, nil}}, "Nodes"},
+		{"duplicate node", lock.Options{Nodes: []redis.UniversalClient{a, b, sameAsA}}, "same server"},
+		{"same client twice", lock.Options{Nodes: []redis.UniversalClient{a, a}}, "same server"},
+		{"negative lease", lock.Options{Nodes: []redis.UniversalClient{a}, Lease: -time.Second}, "Lease"},
+		{"lease not above node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, Lease: 100 * time.Millisecond, NodeTimeout: 50 * time.Millisecond}, "Lease"},
+		{"negative node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, NodeTimeout: -time.Millisecond}, "NodeTimeout"},
+		{"negative drift", lock.Options{Nodes: []redis.UniversalClient{a}, ClockDriftFactor: -0.1}, "ClockDriftFactor"},
+		{"drift too large", lock.Options{Nodes: []redis.UniversalClient{a}, ClockDriftFactor: 0.5}, "ClockDriftFactor"},
+		{"negative retry delay", lock.Options{Nodes: []redis.UniversalClient{a}, RetryDelay: -time.Millisecond}, "RetryDelay"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := lock.New(tc.opts)
+			if c != nil {
+				t.Fatalf("New returned a client for bad options")
+			}
+			if !errors.Is(err, lock.ErrInvalidArgument) {
+				t.Fatalf("error %v does not wrap ErrInvalidArgument", err)
+			}
+			if !strings.Contains(err.Error(), tc.option) {
+				t.Fatalf("error %q does not name %q", err, tc.option)
+			}
+		})
+	}
+}
+
+func TestNewAcceptsGoodOptions(t *testing.T) {
+	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:2"})
+	c3 := redis.NewClient(&redis.Options{Addr: "127.0.0.1:3"})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = c3.Close() })
+	c, err := lock.New(lock.Options{Nodes: []redis.UniversalClient{a, b, c3}, ClockDriftFactor: 0.49})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, q := c.Nodes(); n != 3 || q != 2 {
+		t.Fatalf("Nodes() = %d, %d; want 3, 2", n, q)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.NewMutex("x").Lock(t.Context()); !errors.Is(err, lock.ErrClosed) {
+		t.Fatalf("Lock after Close = %v; want ErrClosed", err)
+	}
+}

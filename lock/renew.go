@@ -1,0 +1,93 @@
+package lock
+
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/watchdog"
+)
+
+// renewBatch is the watchdog's RenewFunc: it renews a batch of held locks
+// with one pipelined round trip per node (all nodes in parallel), then
+// decides per lock: renewed when a quorum still holds it within validity,
+// lost when too many nodes answered "not held" for a quorum to exist, and
+// otherwise left for a retry. Nodes that answered "not held" while a quorum
+// holds the lock are repaired in the background.
+func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcome {
+	ops := make([]reentrant.Op, len(values))
+	for i, v := range values {
+		ops[i] = v.(*Mutex).renewOp()
+	}
+	start := time.Now()
+	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) ([]reentrant.RenewResult, error) {
+		return n.RenewAll(ctx, ops), nil
+	})
+	elapsed := time.Since(start)
+
+	outcomes := make([]watchdog.Outcome, len(ops))
+	for i, op := range ops {
+		if op.Count == 0 {
+			continue // released since the batch was taken
+		}
+		held, notHeld := 0, 0
+		var repair []int
+		for _, r := range replies {
+			switch {
+			case r.err != nil || len(r.value) <= i || r.value[i].Err != nil:
+			case r.value[i].Held:
+				held++
+			default:
+				notHeld++
+				repair = append(repair, r.node)
+			}
+		}
+		v := validity(op.Lease, elapsed, c.opts.ClockDriftFactor)
+		switch {
+		case held >= c.quorum && v > 0:
+			outcomes[i] = watchdog.Outcome{Renewed: true, ValidUntil: start.Add(elapsed + v)}
+			if len(repair) > 0 {
+				c.repair(values[i].(*Mutex), repair)
+			}
+		case notHeld > len(c.nodes)-c.quorum:
+			outcomes[i] = watchdog.Outcome{Lost: true}
+		}
+	}
+	return outcomes
+}
+
+// renewOp is the renewal of the current hold, with a fresh sequence number:
+// an Unlock that runs meanwhile carries a newer one and wins.
+func (m *Mutex) renewOp() reentrant.Op {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.count == 0 {
+		return reentrant.Op{}
+	}
+	return m.op(m.count, m.lease, 1)
+}
+
+// repair writes the holder's count back on nodes that lost the lock (they
+// restarted empty, or missed an acquire) while a quorum still holds it. It
+// is an acquire with the current count: it changes nothing where another
+// owner took the lock meanwhile.
+func (c *Client) repair(m *Mutex, nodes []int) {
+	c.inBackground(func(ctx context.Context) {
+		m.opMu.Lock()
+		defer m.opMu.Unlock()
+		m.mu.Lock()
+		if m.count == 0 || m.isLost {
+			m.mu.Unlock()
+			return
+		}
+		op := m.op(m.count, m.lease, 1)
+		m.mu.Unlock()
+		c.eachNode(ctx, nodes, func(ctx context.Context, node int) error {
+			ctx, cancel := context.WithTimeout(ctx, c.opts.NodeTimeout)
+			defer cancel()
+			_, err := c.nodes[node].Acquire(ctx, op)
+			return err
+		})
+		c.opts.Logger.Info("relock: repaired a lock on nodes that had lost it", "name", m.key.Name, "nodes", nodes)
+	})
+}

@@ -1,0 +1,100 @@
+// Package lua holds relock's Redis scripts and runs them by SHA.
+//
+// Every state change relock makes on a Redis node happens inside one of these
+// scripts, atomically. The scripts live in .lua files next to this one and are
+// embedded at build time. A script is sent by SHA (EVALSHA); when a node
+// answers NOSCRIPT (it restarted, or someone ran SCRIPT FLUSH) the full source
+// is sent once with EVAL, which also puts it back in the node's script cache,
+// so callers never see the difference.
+package lua
+
+import (
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSource string
+	//go:embed release.lua
+	releaseSource string
+	//go:embed renew.lua
+	renewSource string
+	//go:embed inspect.lua
+	inspectSource string
+	//go:embed forceunlock.lua
+	forceUnlockSource string
+	//go:embed fence.lua
+	fenceSource string
+)
+
+// The scripts. Each file documents its KEYS, ARGV and reply.
+var (
+	// Acquire takes or re-enters a lock for one owner.
+	Acquire = New("acquire", acquireSource)
+	// Release lowers an owner's hold count, deleting and announcing the lock at zero.
+	Release = New("release", releaseSource)
+	// Renew extends the lease of a lock its owner holds.
+	Renew = New("renew", renewSource)
+	// Inspect reads a lock's holders, counts, lease and fencing counter.
+	Inspect = New("inspect", inspectSource)
+	// ForceUnlock deletes a lock whoever holds it.
+	ForceUnlock = New("forceunlock", forceUnlockSource)
+	// Fence raises a lock's fencing counter.
+	Fence = New("fence", fenceSource)
+)
+
+// Script is a Lua script with its SHA1 digest precomputed.
+type Script struct {
+	name   string
+	source string
+	sha    string
+}
+
+// New returns a script named name (used in errors and logs) with the given source.
+func New(name, source string) *Script {
+	sum := sha1.Sum([]byte(source))
+	return &Script{name: name, source: source, sha: hex.EncodeToString(sum[:])}
+}
+
+// Name returns the script's name.
+func (s *Script) Name() string { return s.name }
+
+// SHA returns the hex SHA1 digest Redis knows the script by.
+func (s *Script) SHA() string { return s.sha }
+
+// Source returns the script's Lua source.
+func (s *Script) Source() string { return s.source }
+
+// Run runs the script on c by SHA, falling back to sending the source when the
+// node does not have it cached. keys and args are passed as KEYS and ARGV; they
+// are never spliced into the script text.
+func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	cmd := c.EvalSha(ctx, s.sha, keys, args...)
+	if IsNoScript(cmd.Err()) {
+		return c.Eval(ctx, s.source, keys, args...)
+	}
+	return cmd
+}
+
+// RunSHA queues the script by SHA only, for use inside a pipeline: a pipeline
+// cannot fall back per command, so callers check replies with IsNoScript, call
+// Load, and send the failed commands again.
+func (s *Script) RunSHA(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return c.EvalSha(ctx, s.sha, keys, args...)
+}
+
+// Load puts the script into c's script cache.
+func (s *Script) Load(ctx context.Context, c redis.Scripter) error {
+	return c.ScriptLoad(ctx, s.source).Err()
+}
+
+// IsNoScript reports whether err is Redis's answer to an unknown script SHA.
+func IsNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}

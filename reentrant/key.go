@@ -1,0 +1,40 @@
+package reentrant
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DefaultPrefix is the namespace of relock's keys when the caller sets none.
+const DefaultPrefix = "relock"
+
+// Key names the Redis keys of one lock. Every key shares the hash tag
+// {NAME}, so in Redis Cluster all of them live in one slot.
+type Key struct {
+	// Name is the lock's name as the caller gave it.
+	Name string
+	// Lock is the hash holding owners and their hold counts; its PTTL is the lease.
+	Lock string
+	// Channel is the Pub/Sub channel announcing each full release.
+	Channel string
+	// Fence is the fencing counter (a string key) used when tokens are requested.
+	Fence string
+}
+
+// tagEscaper keeps a name inside its hash tag: Redis ends a tag at the first
+// '}', so '}' is escaped, and so is the escape character itself so that two
+// different names never share a key.
+var tagEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
+
+// NewKey returns the keys of the lock name under prefix (DefaultPrefix when
+// empty). A name may hold any bytes; only the empty name is invalid.
+func NewKey(prefix, name string) (Key, error) {
+	if name == "" {
+		return Key{}, fmt.Errorf("%w: the lock name is empty", ErrInvalidArgument)
+	}
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	base := prefix + ":{" + tagEscaper.Replace(name) + "}"
+	return Key{Name: name, Lock: base, Channel: base + ":released", Fence: base + ":fence"}, nil
+}

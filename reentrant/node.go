@@ -1,0 +1,227 @@
+// Package reentrant is relock's single-node primitive: it acquires, releases,
+// renews and inspects one reentrant lock on ONE Redis node.
+//
+// A lock is a hash whose field is the owner's id and whose value is that
+// owner's hold count; the key's PTTL is the lease. Every call carries the
+// owner's hold count as an absolute value, never an increment, together with
+// a sequence number that grows with each of the owner's operations: a call
+// retried after a lost reply, or one that arrives late, cannot count a hold
+// twice or undo a newer operation. The quorum over several nodes is the lock
+// package's job; this package speaks to one node and says exactly what it
+// found.
+package reentrant
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/lua"
+)
+
+// Node runs lock operations on one Redis server. It is safe for concurrent use.
+type Node struct {
+	rdb redis.UniversalClient
+}
+
+// NewNode returns a Node over rdb. The caller keeps ownership of rdb.
+func NewNode(rdb redis.UniversalClient) *Node { return &Node{rdb: rdb} }
+
+// Client returns the go-redis client the node talks through.
+func (n *Node) Client() redis.UniversalClient { return n.rdb }
+
+// Op identifies one operation of one owner on one lock.
+type Op struct {
+	Key   Key
+	Owner string        // the owner's field: CLIENTID:OWNERID
+	Lease time.Duration // the lease to set, at least 1 ms
+	Count int64         // the hold count the owner will have after the operation
+	Seq   int64         // the owner's operation sequence number, growing
+}
+
+func (op Op) check(minCount int64) error {
+	switch {
+	case op.Key.Lock == "":
+		return fmt.Errorf("%w: the lock key is empty", ErrInvalidArgument)
+	case op.Owner == "":
+		return fmt.Errorf("%w: the owner is empty", ErrInvalidArgument)
+	case op.Lease < time.Millisecond:
+		return fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidArgument, op.Lease)
+	case op.Count < minCount:
+		return fmt.Errorf("%w: hold count %d is below %d", ErrInvalidArgument, op.Count, minCount)
+	}
+	return nil
+}
+
+// Acquisition is what one node answered to an acquire.
+type Acquisition struct {
+	// Acquired is true when the owner holds the lock on this node afterwards.
+	Acquired bool
+	// Count is the owner's hold count stored on the node (when Acquired).
+	Count int64
+	// HolderTTL is the remaining lease of the other owner (when not Acquired):
+	// -1 when that key has no expiry (written by someone else), -2 when it
+	// vanished before PTTL ran.
+	HolderTTL time.Duration
+	// Fence is the node's fencing counter (0 when never raised).
+	Fence int64
+}
+
+// Acquire takes the lock for op.Owner with hold count op.Count (≥ 1), or
+// reports the other owner holding it.
+func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
+	if err := op.check(1); err != nil {
+		return Acquisition{}, err
+	}
+	reply, err := lua.Acquire.Run(ctx, n.rdb, []string{op.Key.Lock, op.Key.Fence},
+		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq).Int64Slice()
+	if err != nil {
+		return Acquisition{}, n.scriptError(op.Key, err)
+	}
+	if len(reply) != 3 {
+		return Acquisition{}, fmt.Errorf("relock: acquire: unexpected reply %v", reply)
+	}
+	a := Acquisition{Acquired: reply[0] == 1, Fence: reply[2]}
+	if a.Acquired {
+		a.Count = reply[1]
+	} else {
+		a.HolderTTL = pttl(reply[1])
+	}
+	return a, nil
+}
+
+// ReleaseResult is what one node answered to a release.
+type ReleaseResult int
+
+const (
+	// NotHeld: the owner holds nothing here; nothing changed.
+	NotHeld ReleaseResult = iota
+	// StillHeld: the owner's count is above zero after the call.
+	StillHeld
+	// Released: the lock was deleted and its release was published.
+	Released
+)
+
+func (r ReleaseResult) String() string {
+	switch r {
+	case NotHeld:
+		return "not held"
+	case StillHeld:
+		return "still held"
+	case Released:
+		return "released"
+	}
+	return "ReleaseResult(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Release brings op.Owner's hold count down to op.Count (≥ 0). At zero the
+// lock is deleted and releaseID is published on the release channel, once.
+func (n *Node) Release(ctx context.Context, op Op, releaseID string) (ReleaseResult, error) {
+	if err := op.check(0); err != nil {
+		return NotHeld, err
+	}
+	r, err := lua.Release.Run(ctx, n.rdb, []string{op.Key.Lock, op.Key.Channel},
+		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID).Int64()
+	if err != nil {
+		return NotHeld, n.scriptError(op.Key, err)
+	}
+	return ReleaseResult(r), nil
+}
+
+// Renew extends the lease of a lock op.Owner holds and sets its count to
+// op.Count. It reports false, changing nothing, when the owner does not hold
+// the lock on this node.
+func (n *Node) Renew(ctx context.Context, op Op) (bool, error) {
+	if err := op.check(1); err != nil {
+		return false, err
+	}
+	r, err := lua.Renew.Run(ctx, n.rdb, []string{op.Key.Lock}, renewArgs(op)...).Int64()
+	if err != nil {
+		return false, n.scriptError(op.Key, err)
+	}
+	return r == 1, nil
+}
+
+func renewArgs(op Op) []any {
+	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq}
+}
+
+// Info is a lock's state on one node.
+type Info struct {
+	// Holders maps each owner to its hold count; empty when the lock is free.
+	Holders map[string]int64
+	// TTL is the remaining lease: -2 when the key does not exist, -1 when it
+	// has no expiry.
+	TTL time.Duration
+	// Fence is the node's fencing counter.
+	Fence int64
+}
+
+// Inspect reads the lock's state without changing it.
+func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
+	reply, err := lua.Inspect.Run(ctx, n.rdb, []string{key.Lock, key.Fence}).Slice()
+	if err != nil {
+		return Info{}, n.scriptError(key, err)
+	}
+	if len(reply) < 2 || len(reply)%2 != 0 {
+		return Info{}, fmt.Errorf("relock: inspect: unexpected reply %v", reply)
+	}
+	info := Info{Holders: make(map[string]int64), TTL: pttl(asInt(reply[0])), Fence: asInt(reply[1])}
+	for i := 2; i+1 < len(reply); i += 2 {
+		owner, _ := reply[i].(string)
+		info.Holders[owner] = asInt(reply[i+1])
+	}
+	return info, nil
+}
+
+// ForceUnlock deletes the lock whoever holds it and publishes releaseID on
+// its channel. It reports whether there was a lock to delete.
+func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool, error) {
+	r, err := lua.ForceUnlock.Run(ctx, n.rdb, []string{key.Lock, key.Channel}, releaseID).Int64()
+	if err != nil {
+		return false, n.scriptError(key, err)
+	}
+	return r == 1, nil
+}
+
+// RaiseFence raises the lock's fencing counter to at least token and returns
+// the counter afterwards.
+func (n *Node) RaiseFence(ctx context.Context, key Key, token int64) (int64, error) {
+	r, err := lua.Fence.Run(ctx, n.rdb, []string{key.Fence}, token).Int64()
+	if err != nil {
+		return 0, n.scriptError(key, err)
+	}
+	return r, nil
+}
+
+// scriptError turns a script's WRONGTYPE reply into a WrongTypeError naming
+// the key (the script cannot name it safely: names may hold any bytes).
+func (n *Node) scriptError(key Key, err error) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "WRONGTYPE "); ok {
+		return &WrongTypeError{Key: key.Lock, Type: strings.TrimSpace(rest)}
+	}
+	return err
+}
+
+func pttl(ms int64) time.Duration {
+	if ms < 0 {
+		return time.Duration(ms) // -1 and -2 keep their meaning
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+func asInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		i, _ := strconv.ParseInt(x, 10, 64)
+		return i
+	}
+	return 0
+}
