@@ -1,0 +1,331 @@
+package integration_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/lua"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// singleNode returns the primitive over node 0's proxied client and that
+// node's direct client for inspection.
+func singleNode(t *testing.T) (*reentrant.Node, *redis.Client) {
+	c := reset(t)
+	return reentrant.NewNode(c.Nodes[0].Link().Client()), c.Nodes[0].Direct()
+}
+
+func mustKey(t *testing.T, name string) reentrant.Key {
+	t.Helper()
+	k, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	return k
+}
+
+// opFor builds owner's operation with a sequence number taken from seq.
+func opFor(key reentrant.Key, owner string, count int64, seq *int64) reentrant.Op {
+	*seq++
+	return reentrant.Op{Key: key, Owner: owner, Lease: 10 * time.Second, Count: count, Seq: *seq}
+}
+
+func TestReentrantAcquireReenterRelease(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "orders:42")
+	var seq int64
+
+	for count := int64(1); count <= 3; count++ {
+		a, err := node.Acquire(ctx, opFor(key, "c:alice", count, &seq))
+		require.NoError(t, err)
+		require.True(t, a.Acquired)
+		require.Equal(t, count, a.Count)
+		require.Equal(t, strconv.FormatInt(count, 10), direct.HGet(ctx, key.Lock, "c:alice").Val(), "the node stores the hold count")
+	}
+	for count := int64(2); count >= 1; count-- {
+		r, err := node.Release(ctx, opFor(key, "c:alice", count, &seq), "rel")
+		require.NoError(t, err)
+		require.Equal(t, reentrant.StillHeld, r)
+		require.Equal(t, strconv.FormatInt(count, 10), direct.HGet(ctx, key.Lock, "c:alice").Val())
+	}
+	r, err := node.Release(ctx, opFor(key, "c:alice", 0, &seq), "rel")
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Released, r)
+	require.Zero(t, direct.Exists(ctx, key.Lock).Val(), "a full release deletes the key")
+}
+
+func TestReentrantOtherOwnerRefusedWithTTL(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "refused")
+	var seqA, seqB int64
+	_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seqA))
+	require.NoError(t, err)
+
+	a, err := node.Acquire(ctx, opFor(key, "c:bob", 1, &seqB))
+	require.NoError(t, err)
+	require.False(t, a.Acquired)
+	require.Greater(t, a.HolderTTL, 9*time.Second, "the refusal carries the holder's remaining lease")
+	require.LessOrEqual(t, a.HolderTTL, 10*time.Second)
+	require.False(t, direct.HExists(ctx, key.Lock, "c:bob").Val(), "a refused owner leaves no trace")
+
+	// Release by a non-owner changes nothing.
+	before := direct.HGetAll(ctx, key.Lock).Val()
+	r, err := node.Release(ctx, opFor(key, "c:bob", 0, &seqB), "rel")
+	require.NoError(t, err)
+	require.Equal(t, reentrant.NotHeld, r)
+	require.Equal(t, before, direct.HGetAll(ctx, key.Lock).Val())
+
+	// Renew by a non-owner changes nothing either.
+	require.NoError(t, direct.PExpire(ctx, key.Lock, 5*time.Second).Err())
+	held, err := node.Renew(ctx, opFor(key, "c:bob", 1, &seqB))
+	require.NoError(t, err)
+	require.False(t, held)
+	require.LessOrEqual(t, direct.PTTL(ctx, key.Lock).Val(), 5*time.Second)
+}
+
+func TestReentrantRetriedCallsCountOnce(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "idempotent")
+	var seq int64
+	op := opFor(key, "c:alice", 1, &seq)
+	for range 3 { // the same call sent again after a lost reply
+		a, err := node.Acquire(ctx, op)
+		require.NoError(t, err)
+		require.True(t, a.Acquired)
+	}
+	require.Equal(t, "1", direct.HGet(ctx, key.Lock, "c:alice").Val())
+
+	second := opFor(key, "c:alice", 2, &seq)
+	_, err := node.Acquire(ctx, second)
+	require.NoError(t, err)
+	// A straggler of the first acquire arriving late must not lower the count.
+	a, err := node.Acquire(ctx, op)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), a.Count)
+	require.Equal(t, "2", direct.HGet(ctx, key.Lock, "c:alice").Val())
+
+	// A release retried does not release twice.
+	rel := opFor(key, "c:alice", 1, &seq)
+	for range 3 {
+		r, err := node.Release(ctx, rel, "rel")
+		require.NoError(t, err)
+		require.Equal(t, reentrant.StillHeld, r)
+	}
+	require.Equal(t, "1", direct.HGet(ctx, key.Lock, "c:alice").Val())
+}
+
+func TestReentrantRepairsACountedDownNode(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "repair")
+	var seq int64
+	// The node missed the first two acquires (it was down): the third
+	// carries the owner's count and brings the node to it.
+	a, err := node.Acquire(ctx, opFor(key, "c:alice", 3, &seq))
+	require.NoError(t, err)
+	require.Equal(t, int64(3), a.Count)
+	require.Equal(t, "3", direct.HGet(ctx, key.Lock, "c:alice").Val())
+	// A renewal also repairs the count.
+	held, err := node.Renew(ctx, opFor(key, "c:alice", 4, &seq))
+	require.NoError(t, err)
+	require.True(t, held)
+	require.Equal(t, "4", direct.HGet(ctx, key.Lock, "c:alice").Val())
+}
+
+func TestReentrantFullReleasePublishesOnce(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "published")
+	sub := direct.Subscribe(ctx, key.Channel)
+	defer sub.Close()
+	_, err := sub.Receive(ctx) // subscription confirmed
+	require.NoError(t, err)
+
+	var seq int64
+	for count := int64(1); count <= 2; count++ {
+		_, err := node.Acquire(ctx, opFor(key, "c:alice", count, &seq))
+		require.NoError(t, err)
+	}
+	_, err = node.Release(ctx, opFor(key, "c:alice", 1, &seq), "partial")
+	require.NoError(t, err)
+	final := opFor(key, "c:alice", 0, &seq)
+	_, err = node.Release(ctx, final, "full")
+	require.NoError(t, err)
+	_, err = node.Release(ctx, final, "full") // retried: must not publish again
+	require.NoError(t, err)
+
+	var payloads []string
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		msg, err := sub.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		payloads = append(payloads, msg.Payload)
+	}
+	require.Equal(t, []string{"full"}, payloads, "exactly one message, for the full release")
+}
+
+func TestReentrantRenewExtendsLease(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "renewed")
+	var seq int64
+	op := opFor(key, "c:alice", 1, &seq)
+	op.Lease = time.Second
+	_, err := node.Acquire(ctx, op)
+	require.NoError(t, err)
+	require.LessOrEqual(t, direct.PTTL(ctx, key.Lock).Val(), time.Second)
+
+	renew := opFor(key, "c:alice", 1, &seq)
+	renew.Lease = 20 * time.Second
+	held, err := node.Renew(ctx, renew)
+	require.NoError(t, err)
+	require.True(t, held)
+	require.Greater(t, direct.PTTL(ctx, key.Lock).Val(), 19*time.Second)
+
+	// The batch form renews many locks in one round trip.
+	keys := []reentrant.Key{mustKey(t, "b1"), mustKey(t, "b2"), mustKey(t, "b3")}
+	var ops []reentrant.Op
+	for i, k := range keys {
+		if i < 2 { // b3 is never acquired: not held
+			_, err := node.Acquire(ctx, opFor(k, "c:alice", 1, &seq))
+			require.NoError(t, err)
+		}
+		o := opFor(k, "c:alice", 1, &seq)
+		o.Lease = 30 * time.Second
+		ops = append(ops, o)
+	}
+	results := node.RenewAll(ctx, ops)
+	require.Len(t, results, 3)
+	require.True(t, results[0].Held)
+	require.True(t, results[1].Held)
+	require.False(t, results[2].Held)
+	require.NoError(t, results[2].Err)
+	require.Greater(t, direct.PTTL(ctx, keys[0].Lock).Val(), 29*time.Second)
+}
+
+func TestReentrantExpiredLockGoesToAnotherOwner(t *testing.T) {
+	node, _ := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "expiring")
+	var seqA, seqB int64
+	op := opFor(key, "c:alice", 1, &seqA)
+	op.Lease = 150 * time.Millisecond
+	_, err := node.Acquire(ctx, op)
+	require.NoError(t, err)
+	a, err := node.Acquire(ctx, opFor(key, "c:bob", 1, &seqB))
+	require.NoError(t, err)
+	require.False(t, a.Acquired)
+
+	time.Sleep(250 * time.Millisecond)
+	a, err = node.Acquire(ctx, opFor(key, "c:bob", 1, &seqB))
+	require.NoError(t, err)
+	require.True(t, a.Acquired, "after the lease, another owner gets the lock")
+}
+
+func TestReentrantWrongTypeIsAnErrorNamingTheKey(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "not-a-hash")
+	require.NoError(t, direct.Set(ctx, key.Lock, "someone else's data", 0).Err())
+	var seq int64
+
+	_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
+	var wt *reentrant.WrongTypeError
+	require.ErrorAs(t, err, &wt)
+	require.ErrorIs(t, err, reentrant.ErrWrongType)
+	require.Equal(t, key.Lock, wt.Key)
+	require.Equal(t, "string", wt.Type)
+	require.Contains(t, err.Error(), key.Lock)
+
+	_, err = node.Release(ctx, opFor(key, "c:alice", 0, &seq), "x")
+	require.ErrorIs(t, err, reentrant.ErrWrongType)
+	_, err = node.Renew(ctx, opFor(key, "c:alice", 1, &seq))
+	require.ErrorIs(t, err, reentrant.ErrWrongType)
+	_, err = node.Inspect(ctx, key)
+	require.ErrorIs(t, err, reentrant.ErrWrongType)
+	_, err = node.ForceUnlock(ctx, key, "x")
+	require.ErrorIs(t, err, reentrant.ErrWrongType)
+	require.Equal(t, "someone else's data", direct.Get(ctx, key.Lock).Val(), "the data stays untouched")
+}
+
+func TestReentrantScriptFlushIsTransparent(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "flushed")
+	var seq int64
+	_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
+	require.NoError(t, err)
+	require.True(t, direct.ScriptExists(ctx, lua.Acquire.SHA()).Val()[0], "the script is cached by SHA")
+
+	require.NoError(t, direct.ScriptFlush(ctx).Err())
+	_, err = node.Acquire(ctx, opFor(key, "c:alice", 2, &seq))
+	require.NoError(t, err)
+	require.NoError(t, direct.ScriptFlush(ctx).Err())
+	results := node.RenewAll(ctx, []reentrant.Op{opFor(key, "c:alice", 2, &seq)})
+	require.NoError(t, results[0].Err)
+	require.True(t, results[0].Held)
+	require.NoError(t, direct.ScriptFlush(ctx).Err())
+	info, err := node.Inspect(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"c:alice": 2}, info.Holders)
+}
+
+func TestReentrantNamesWithAnyBytes(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	names := []string{"{", "}", "a}b{c", "with space", "ünïcødé 🔒", "line\nbreak", "%7D", strings.Repeat("x", 1024), "\x00\xff"}
+	seen := map[string]string{}
+	for _, name := range names {
+		key := mustKey(t, name)
+		if other, dup := seen[key.Lock]; dup {
+			t.Fatalf("names %q and %q map to the same key", name, other)
+		}
+		seen[key.Lock] = name
+		// The hash tag is the whole (escaped) name: '}' cannot end it early.
+		open := strings.Index(key.Lock, "{")
+		end := strings.Index(key.Lock[open:], "}") + open
+		require.Equal(t, key.Lock[open:end+1], key.Lock[open:], "the tag ends at the end of the lock key")
+
+		var seq int64
+		a, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
+		require.NoError(t, err, "name %q", name)
+		require.True(t, a.Acquired)
+		info, err := node.Inspect(ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"c:alice": 1}, info.Holders)
+		r, err := node.Release(ctx, opFor(key, "c:alice", 0, &seq), "x")
+		require.NoError(t, err)
+		require.Equal(t, reentrant.Released, r)
+		require.Zero(t, direct.Exists(ctx, key.Lock).Val())
+	}
+	_, err := reentrant.NewKey("", "")
+	require.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+}
+
+func TestReentrantRejectsBadOps(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "bad")
+	bad := []reentrant.Op{
+		{Key: key, Owner: "", Lease: time.Second, Count: 1, Seq: 1},
+		{Key: key, Owner: "c:a", Lease: 0, Count: 1, Seq: 1},
+		{Key: key, Owner: "c:a", Lease: time.Second, Count: 0, Seq: 1},
+	}
+	for _, op := range bad {
+		_, err := node.Acquire(ctx, op)
+		require.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	}
+	_, err := node.Release(ctx, reentrant.Op{Key: key, Owner: "c:a", Lease: time.Second, Count: -1}, "x")
+	require.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+	require.Zero(t, direct.DBSize(ctx).Val(), "bad input changes nothing")
+}
