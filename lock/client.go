@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -23,6 +24,7 @@ type Client struct {
 	addrs  []string
 	quorum int
 	dog    *watchdog.Watchdog
+	broker *pubsub.Broker // one subscription per node for every waiter
 
 	life     context.Context // ends at Close: background work stops
 	stop     context.CancelFunc
@@ -54,6 +56,10 @@ func New(opts Options) (*Client, error) {
 	}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.dog = watchdog.New(c.renewBatch, watchdog.Options{})
+	c.broker = pubsub.NewBroker(opts.Nodes, pubsub.Options{
+		SubscribeTimeout: opts.NodeTimeout,
+		Logger:           opts.Logger,
+	})
 	return c, nil
 }
 
@@ -87,6 +93,7 @@ func (c *Client) Close() error {
 		}
 	}
 	c.dog.Close()
+	c.broker.Close()
 	c.mu.Lock()
 	c.stop() // under mu: inBackground never adds to bg once this ran
 	c.mu.Unlock()

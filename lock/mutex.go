@@ -155,21 +155,33 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 			return false, err
 		}
 	}
-	var w waiter
-	defer w.close()
+	var (
+		w        waiter
+		lastFail error // the last quorum failure, reported with ctx's error
+	)
 	for {
 		ok, a, err := m.attempt(ctx, lease, renewed)
-		if ok || err != nil && !errors.As(err, new(*QuorumError)) {
-			return ok, err
+		var qe *QuorumError
+		switch {
+		case ok:
+			w.close(true)
+			return true, nil
+		case errors.As(err, &qe):
+			lastFail = err
+		case err != nil:
+			w.close(false)
+			if ctx.Err() != nil && lastFail != nil {
+				err = errors.Join(err, lastFail)
+			}
+			return false, err
 		}
 		if !wait {
+			w.close(false)
 			return false, err
 		}
 		if werr := w.wait(ctx, m, a); werr != nil {
-			if err != nil {
-				return false, errors.Join(werr, err)
-			}
-			return false, werr
+			w.close(false)
+			return false, errors.Join(werr, lastFail)
 		}
 	}
 }
@@ -268,6 +280,7 @@ func (m *Mutex) markLost(lost chan struct{}) {
 	m.isLost = true
 	close(lost)
 	if m.entry != nil {
+		m.validUntil = m.entry.ValidUntil() // the last deadline, for the record
 		m.entry.Stop()
 		m.entry = nil
 	}

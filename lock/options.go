@@ -2,7 +2,6 @@ package lock
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
@@ -107,7 +106,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.KeyPrefix = reentrant.DefaultPrefix
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }

@@ -26,18 +26,20 @@ func TestValidityDeductsElapsedAndDrift(t *testing.T) {
 	}
 }
 
-func TestSleepAfterIsBoundedByHolderTTL(t *testing.T) {
+func TestSleepAfterFollowsHolderTTL(t *testing.T) {
 	contended := attempt{contended: true, holderTTL: 3 * time.Millisecond}
-	for range 100 {
-		if d := sleepAfter(contended, time.Second); d > 3*time.Millisecond || d < time.Millisecond {
-			t.Fatalf("sleep %v outside [1ms, holder TTL 3ms]", d)
-		}
+	if d := sleepAfter(contended, time.Second); d != 3*time.Millisecond {
+		t.Fatalf("sleep %v; want the holder's TTL, 3ms", d)
 	}
 	noTTL := attempt{contended: true, holderTTL: -1}
 	for range 100 {
 		if d := sleepAfter(noTTL, 20*time.Millisecond); d < 10*time.Millisecond || d >= 30*time.Millisecond {
 			t.Fatalf("sleep %v outside the jitter range [10ms, 30ms)", d)
 		}
+	}
+	nodesFailed := attempt{holderTTL: 5 * time.Second}
+	if d := sleepAfter(nodesFailed, 20*time.Millisecond); d >= 30*time.Millisecond {
+		t.Fatalf("sleep %v: a failure of the nodes is retried after the retry delay", d)
 	}
 	if d := sleepAfter(attempt{contended: true, holderTTL: 0}, time.Second); d < time.Millisecond {
 		t.Fatalf("sleep %v: a zero TTL must not make a tight loop", d)

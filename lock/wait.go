@@ -3,25 +3,41 @@ package lock
 import (
 	"context"
 	"time"
+
+	"github.com/relock-go/relock/pubsub"
 )
 
-// waiter sleeps between the attempts of a blocking Lock.
+// waiter sleeps between the attempts of a blocking Lock. After the first
+// failed attempt it subscribes to the lock's release channel and has the
+// caller retry at once: that retry, the one that decides to sleep, comes
+// after the subscription is confirmed, so a release in between is never
+// missed. Then it sleeps until a release is handed to it, the holder's
+// lease runs out, or ctx ends.
 type waiter struct {
-	primed bool // the first failed attempt has been followed by a retry
+	sub    *pubsub.Waiter
+	primed bool
 }
 
-// wait sleeps after the failed attempt a, until the lock may be free, or
-// returns ctx's error when ctx ends first.
+// wait sleeps after the failed attempt a, or returns ctx's error (or
+// ErrClosed) when ctx ends first.
 func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt) error {
 	if !w.primed {
-		// Retry once at once: the retry that decides to sleep comes after
-		// the subscription is in place, so no release falls between.
 		w.primed = true
+		sub, err := m.c.broker.Subscribe(ctx, m.key.Channel)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			return ErrClosed
+		}
+		w.sub = sub
 		return nil
 	}
 	t := time.NewTimer(sleepAfter(a, m.c.opts.RetryDelay))
 	defer t.Stop()
 	select {
+	case <-w.sub.Wake():
+		return nil
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
@@ -29,16 +45,29 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt) error {
 	}
 }
 
-func (w *waiter) close() {}
-
-// sleepAfter is how long to sleep after a failed attempt: no longer than the
-// holder's remaining lease (the lock may be free then), a jittered retry
-// delay when that is unknown (a holder key without TTL) or the failure was
-// the nodes', never zero.
-func sleepAfter(a attempt, retryDelay time.Duration) time.Duration {
-	d := jitter(retryDelay)
-	if a.contended && a.holderTTL >= 0 {
-		d = min(d, a.holderTTL)
+// close drops the subscription share. A waiter that got the lock drops any
+// wake it did not use (that release is the one it took); one that gave up
+// passes it on to the next waiter.
+func (w *waiter) close(acquired bool) {
+	if w.sub == nil {
+		return
 	}
-	return max(d, time.Millisecond)
+	if acquired {
+		select {
+		case <-w.sub.Wake():
+		default:
+		}
+	}
+	w.sub.Close()
+}
+
+// sleepAfter is how long to sleep after a failed attempt when no release
+// arrives: the holder's remaining lease (the lock may be free then), or a
+// jittered retry delay when that is unknown (a holder key without a TTL)
+// or the failure was the nodes'. Never zero, so it never spins.
+func sleepAfter(a attempt, retryDelay time.Duration) time.Duration {
+	if a.contended && a.holderTTL >= 0 {
+		return max(a.holderTTL, time.Millisecond)
+	}
+	return max(jitter(retryDelay), time.Millisecond)
 }

@@ -1,0 +1,40 @@
+# relock: build, test and demo targets. The tests run Redis in containers from
+# the image named by RELOCK_REDIS_IMAGE; `make image` builds it locally when it
+# is missing and no registry can provide it.
+
+export RELOCK_REDIS_IMAGE ?= relock/redis:7
+
+GO ?= go
+
+# No reaper container (its image cannot be pulled; the fixture and
+# scripts/sweep.sh clean up), and container ports reached on the loopback even
+# when this process itself runs inside a container.
+TEST_ENV = TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
+
+.PHONY: docker image test demo vet fmt-check bench sweep
+
+docker:
+	bash scripts/docker-up.sh
+
+image: docker
+	bash scripts/redis-image.sh
+
+sweep:
+	bash scripts/sweep.sh
+
+test: image
+	bash scripts/sweep.sh
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m ./...
+
+demo: image
+	$(TEST_ENV) $(GO) run ./cmd/relock-demo
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out="$$(gofmt -l .)"; \
+	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; fi
+
+bench: image
+	$(TEST_ENV) $(GO) test -run '^$$' -bench . -benchtime 3s ./integration/...

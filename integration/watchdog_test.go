@@ -1,0 +1,279 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/relock-go/relock/integration/fixture"
+	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// Short leases make renewal visible within seconds. A lease must be 10 ×
+// the node timeout, so these tests use a shorter node timeout.
+const (
+	shortLease       = 1500 * time.Millisecond
+	shortNodeTimeout = 100 * time.Millisecond
+)
+
+func shortLeaseClient(t *testing.T, n int) *lock.Client {
+	return newLockClient(t, n, lock.Options{Lease: shortLease, NodeTimeout: shortNodeTimeout})
+}
+
+// TestWatchdogKeepsLockPastSeveralLeases: held for 3+ leases under the
+// watchdog, the lock stays ours and other owners stay out throughout.
+func TestWatchdogKeepsLockPastSeveralLeases(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		c := shortLeaseClient(t, n)
+		other := shortLeaseClient(t, n)
+		ctx := ctxFor(t, 20*time.Second)
+		m := c.NewMutex("renewed")
+		require.NoError(t, m.Lock(ctx))
+		first := m.ValidUntil()
+
+		end := time.Now().Add(3*shortLease + 300*time.Millisecond)
+		tries := 0
+		for time.Now().Before(end) {
+			ok, err := other.NewMutex("renewed").TryLock(ctx)
+			if err == nil {
+				require.False(t, ok, "another owner got the lock while it was renewed")
+			}
+			tries++
+			select {
+			case <-m.Lost():
+				t.Fatal("the renewed lock was reported lost")
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		require.True(t, m.ValidUntil().After(first.Add(2*shortLease)), "ValidUntil moved forward with renewals")
+		require.Greater(t, tries, 20)
+		require.NoError(t, m.Unlock(ctx))
+		requireFree(t, n, "renewed", time.Second)
+	})
+}
+
+// TestExplicitLeaseExpiresOnTime: LockFor is not renewed; the loss signal
+// fires at ValidUntil and another owner gets the lock after the lease.
+func TestExplicitLeaseExpiresOnTime(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		c := shortLeaseClient(t, n)
+		ctx := ctxFor(t, 10*time.Second)
+		m := c.NewMutex("explicit")
+		start := time.Now()
+		require.NoError(t, m.LockFor(ctx, time.Second))
+		validUntil := m.ValidUntil()
+		require.True(t, validUntil.Before(start.Add(time.Second)))
+
+		<-m.Lost()
+		lostAt := time.Now()
+		require.False(t, lostAt.Before(validUntil), "lost %v before ValidUntil", validUntil.Sub(lostAt))
+		require.Less(t, lostAt.Sub(validUntil), 20*time.Millisecond)
+
+		other := c.NewMutex("explicit")
+		require.NoError(t, other.Lock(ctx))
+		require.Less(t, time.Since(start), 1500*time.Millisecond, "the lease was not renewed")
+		require.ErrorIs(t, m.Unlock(ctx), lock.ErrLost)
+		require.NoError(t, other.Unlock(ctx))
+	})
+}
+
+// TestHoldContextEndReleases: when the hold context ends, renewal stops and
+// the lock is released at once.
+func TestHoldContextEndReleases(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		c := shortLeaseClient(t, n)
+		ctx := ctxFor(t, 10*time.Second)
+		hold, endHold := context.WithCancel(ctx)
+		m := c.NewMutex("hold-ctx", lock.WithHoldContext(hold))
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.Lock(ctx))
+
+		waiter := c.NewMutex("hold-ctx")
+		got := make(chan time.Time, 1)
+		go func() {
+			if waiter.Lock(ctx) == nil {
+				got <- time.Now()
+			}
+		}()
+		time.Sleep(200 * time.Millisecond)
+		ended := time.Now()
+		endHold()
+		at := <-got
+		require.Less(t, at.Sub(ended), 500*time.Millisecond, "released at once, not at lease end")
+		require.Zero(t, m.HoldCount())
+		require.NoError(t, waiter.Unlock(ctx))
+	})
+}
+
+// TestLossSignalledBeforeValidUntil: with a majority of nodes paused,
+// renewal fails; the loss fires no later than the ValidUntil reported.
+func TestLossSignalledBeforeValidUntil(t *testing.T) {
+	c := reset(t)
+	require.NoError(t, c.Warm(t.Context()))
+	lc := shortLeaseClient(t, 3)
+	ctx := ctxFor(t, 20*time.Second)
+	m := lc.NewMutex("paused")
+	require.NoError(t, m.Lock(ctx))
+	time.Sleep(shortLease / 2) // at least one renewal
+	require.NoError(t, c.Nodes[0].Pause(ctx))
+	require.NoError(t, c.Nodes[1].Pause(ctx))
+	defer func() { _ = c.Nodes[0].Unpause(ctx); _ = c.Nodes[1].Unpause(ctx) }()
+	validUntil := m.ValidUntil()
+
+	var lostAt time.Time
+	select {
+	case <-m.Lost():
+		lostAt = time.Now()
+	case <-time.After(3 * shortLease):
+		t.Fatal("no loss signal")
+	}
+	last := m.ValidUntil() // the deadline as it stood when lost
+	t.Logf("valid until %v after pause (last renewal's deadline %v), lost at +%v; slack %v",
+		time.Until(validUntil), time.Until(last), time.Until(lostAt), lostAt.Sub(last))
+	require.False(t, last.Before(validUntil), "deadlines only move forward")
+	require.Less(t, lostAt.Sub(last), 10*time.Millisecond, "the loss fired after the validity deadline")
+	require.ErrorIs(t, m.Unlock(ctx), lock.ErrLost)
+}
+
+// TestForceUnlockSignalsHolder: an admin's force-unlock is noticed at the
+// holder's next renewal.
+func TestForceUnlockSignalsHolder(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		c := shortLeaseClient(t, n)
+		ctx := ctxFor(t, 10*time.Second)
+		m := c.NewMutex("forced")
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, c.ForceUnlock(ctx, "forced"))
+		forced := time.Now()
+		select {
+		case <-m.Lost():
+			require.Less(t, time.Since(forced), shortLease/3+300*time.Millisecond, "noticed at the next renewal")
+		case <-time.After(shortLease):
+			t.Fatal("force-unlock not noticed")
+		}
+		require.ErrorIs(t, m.Unlock(ctx), lock.ErrLost)
+	})
+}
+
+// TestDoEndsContextOnLoss: Do's fn sees its ctx end when the lock is lost.
+func TestDoEndsContextOnLoss(t *testing.T) {
+	reset(t)
+	c := shortLeaseClient(t, 3)
+	ctx := ctxFor(t, 10*time.Second)
+	err := c.Do(ctx, "do", func(fnCtx context.Context) error {
+		require.NoError(t, c.ForceUnlock(ctx, "do"))
+		select {
+		case <-fnCtx.Done():
+			require.ErrorIs(t, context.Cause(fnCtx), lock.ErrLost)
+			return fnCtx.Err()
+		case <-time.After(shortLease):
+			return fmt.Errorf("fn's ctx did not end on loss")
+		}
+	})
+	require.ErrorIs(t, err, lock.ErrLost)
+	require.ErrorIs(t, err, context.Canceled)
+
+	// And an ordinary Do returns fn's result and frees the lock.
+	require.NoError(t, c.Do(ctx, "do", func(context.Context) error { return nil }))
+	requireFree(t, 3, "do", time.Second)
+}
+
+// TestWatchdogScalesToThousandsOfLocks: 2,000 locks held through 3 renewal
+// ticks stay held, with a goroutine count independent of the lock count.
+func TestWatchdogScalesToThousandsOfLocks(t *testing.T) {
+	const locks = 2000
+	reset(t)
+	c := newLockClient(t, 3, lock.Options{Lease: 3 * time.Second, NodeTimeout: 250 * time.Millisecond})
+	ctx := ctxFor(t, 60*time.Second)
+	base := fixture.NumGoroutine()
+
+	mutexes := make([]*lock.Mutex, locks)
+	var wg sync.WaitGroup
+	errs := make(chan error, locks)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < locks; i += 16 {
+				m := c.NewMutex(fmt.Sprintf("many:%d", i))
+				if err := m.Lock(ctx); err != nil {
+					errs <- err
+					return
+				}
+				mutexes[i] = m
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	peak := 0
+	end := time.Now().Add(3*time.Second + 500*time.Millisecond) // three ticks of 1s
+	for time.Now().Before(end) {
+		peak = max(peak, fixture.NumGoroutine())
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("goroutines (the proxies' own left out): %d before, peak %d while renewing %d locks", base, peak, locks)
+	require.Less(t, peak-base, 100, "goroutines must not grow with the number of locks")
+
+	// Every lock still held on every node, with a lease renewed recently.
+	for i, m := range mutexes {
+		select {
+		case <-m.Lost():
+			t.Fatalf("lock %d lost", i)
+		default:
+		}
+	}
+	for node := range 3 {
+		p := cluster.Nodes[node].Direct().Pipeline()
+		cmds := make([]interface{ Val() time.Duration }, locks)
+		for i := range mutexes {
+			k, _ := reentrant.NewKey("", fmt.Sprintf("many:%d", i))
+			cmds[i] = p.PTTL(ctx, k.Lock)
+		}
+		_, err := p.Exec(ctx)
+		require.NoError(t, err)
+		for i, cmd := range cmds {
+			require.Greater(t, cmd.Val(), time.Second, "node %d lock %d not renewed", node, i)
+		}
+	}
+	for _, m := range mutexes {
+		require.NoError(t, m.Unlock(ctx))
+	}
+}
+
+// TestNoGoroutineLeaks: nothing outlives Unlock, and nothing outlives Close.
+func TestNoGoroutineLeaks(t *testing.T) {
+	reset(t)
+	ignore := goleak.IgnoreCurrent()
+	c, err := lock.New(lock.Options{Nodes: cluster.Clients()[:3], Lease: shortLease, NodeTimeout: shortNodeTimeout})
+	require.NoError(t, err)
+	ctx := ctxFor(t, 10*time.Second)
+	m := c.NewMutex("leak")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx))
+	waiter := c.NewMutex("leak")
+	done := make(chan error)
+	go func() { done <- waiter.Lock(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, <-done)
+	require.NoError(t, waiter.Unlock(ctx))
+	held := c.NewMutex("leak-held")
+	require.NoError(t, held.Lock(ctx)) // Close releases it
+	require.NoError(t, c.Close())
+	goleak.VerifyNone(t, ignore)
+	requireFree(t, 3, "leak-held", time.Second)
+}

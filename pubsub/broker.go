@@ -1,0 +1,214 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrClosed is returned by Subscribe once the Broker is closed.
+var ErrClosed = errors.New("relock/pubsub: broker closed")
+
+// Broker multiplexes the release channels of many local waiters over one
+// Pub/Sub connection per Redis node. It is safe for concurrent use.
+type Broker struct {
+	opts  Options
+	nodes []*node
+	done  chan struct{} // closed by Close
+
+	mu         sync.Mutex
+	started    bool
+	closed     bool
+	reg        *registry
+	dedup      *dedup
+	duplicates uint64
+	unclaimed  uint64
+	lost       uint64
+	restored   uint64
+}
+
+// Stats is a snapshot of a Broker's activity.
+type Stats struct {
+	Channels    int    // channels with at least one waiter
+	Waiters     int    // open waiters
+	Wakes       uint64 // wakes handed to waiters; one passed on by a closing waiter counts once
+	Duplicates  uint64 // copies of a release dropped because another node's copy came first
+	Unclaimed   uint64 // releases that found no waiter without a pending wake
+	Disconnects uint64 // times a node's working connection broke
+	Reconnects  uint64 // times a node's connection worked again after failing
+}
+
+// NewBroker returns a Broker for the given independent Redis nodes. No
+// connection is opened until the first Subscribe. Each client may be a
+// *redis.Client or a *redis.ClusterClient (one Pub/Sub connection to the
+// cluster, whose nodes forward published messages to each other); a
+// *redis.Ring is not supported. NewBroker panics if a client is nil.
+func NewBroker(nodes []redis.UniversalClient, opts Options) *Broker {
+	opts = opts.withDefaults()
+	b := &Broker{
+		opts:  opts,
+		done:  make(chan struct{}),
+		reg:   newRegistry(),
+		dedup: newDedup(opts.DedupWindow, len(nodes)),
+	}
+	for i, c := range nodes {
+		if c == nil {
+			panic("relock/pubsub: nil client for node " + strconv.Itoa(i))
+		}
+		b.nodes = append(b.nodes, newNode(i, c, opts, b))
+	}
+	return b
+}
+
+// Subscribe registers a waiter on channel and returns once every node has
+// confirmed the channel's subscription, so that a message published after
+// Subscribe returns reaches the waiter. Nodes are waited for in parallel, at
+// most Options.SubscribeTimeout in all; a node that is down or slow is not
+// waited for beyond that and its messages are missed until it answers again.
+// Even if no node confirmed, the Waiter is usable: it is woken when a node's
+// connection comes back, and callers bound their wait anyway.
+//
+// If ctx ends first, Subscribe returns ctx's error; if the Broker is closed,
+// ErrClosed. In both cases no share of the channel is left behind. The caller
+// must Close the returned Waiter.
+func (b *Broker) Subscribe(ctx context.Context, channel string) (*Waiter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w, ready, err := b.join(channel)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.awaitConfirmed(ctx, ready); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// join adds a waiter of channel and returns it with, per node, the channel
+// closed when that node confirms the subscription.
+func (b *Broker) join(channel string) (*Waiter, []<-chan struct{}, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, nil, ErrClosed
+	}
+	if !b.started {
+		b.started = true
+		for _, n := range b.nodes {
+			n.start()
+		}
+	}
+	w := newWaiter(b, channel)
+	b.reg.add(w)
+	// The node ignores channels it already wants, so asking for every
+	// waiter is harmless and hands each waiter the confirmation to wait on.
+	ready := make([]<-chan struct{}, len(b.nodes))
+	for i, n := range b.nodes {
+		ready[i] = n.want(channel)
+	}
+	return w, ready, nil
+}
+
+// awaitConfirmed waits until every ready channel is closed or the subscribe
+// timeout passes (nil either way), ctx ends (its error), or the Broker closes.
+func (b *Broker) awaitConfirmed(ctx context.Context, ready []<-chan struct{}) error {
+	timer := time.NewTimer(b.opts.SubscribeTimeout)
+	defer timer.Stop()
+	for _, r := range ready {
+		select {
+		case <-r:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.done:
+			return ErrClosed
+		}
+	}
+	return nil
+}
+
+// Close stops every goroutine of the Broker and closes its connections.
+// Waiters still open are woken; later Subscribe calls fail with ErrClosed.
+// Close is idempotent.
+//
+// Close returns at once unless a connection attempt to an unresponsive node
+// is in flight; it then waits for go-redis to give up, which takes at most a
+// second when the client has ContextTimeoutEnabled, and up to the client's
+// DialTimeout and ReadTimeout otherwise (go-redis ignores ctx deadlines in
+// the handshake then).
+func (b *Broker) Close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.closed = true
+	close(b.done)
+	b.reg.wakeAll()
+	started := b.started
+	b.mu.Unlock()
+
+	if !started {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, n := range b.nodes {
+		wg.Go(n.stop)
+	}
+	wg.Wait()
+}
+
+// Stats returns a snapshot of the Broker's counters.
+func (b *Broker) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return Stats{
+		Channels:    len(b.reg.chans),
+		Waiters:     b.reg.waiters,
+		Wakes:       b.reg.wakes,
+		Duplicates:  b.duplicates,
+		Unclaimed:   b.unclaimed,
+		Disconnects: b.lost,
+		Reconnects:  b.restored,
+	}
+}
+
+// message dispatches a published message: the first copy of a release wakes
+// one waiter, the other nodes' copies are dropped.
+func (b *Broker) message(_ int, channel, payload string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	if !b.dedup.first(channel, payload, time.Now()) {
+		b.duplicates++
+		return
+	}
+	if !b.reg.dispatch(channel) {
+		b.unclaimed++
+	}
+}
+
+// connectionChanged wakes every waiter: while the connection was down a
+// release may have been published that this node never delivered, and no
+// waiter can tell whether it was theirs.
+func (b *Broker) connectionChanged(_ int, lost bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if lost {
+		b.lost++
+	} else {
+		b.restored++
+	}
+	if !b.closed {
+		b.reg.wakeAll()
+	}
+}

@@ -1,0 +1,183 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// newTestBroker returns a Broker without nodes whose dedup expects copies
+// copies of each release, for driving the dispatch logic by hand.
+func newTestBroker(t *testing.T, copies int) *Broker {
+	t.Helper()
+	b := NewBroker(nil, Options{})
+	b.dedup = newDedup(time.Second, copies)
+	t.Cleanup(b.Close)
+	return b
+}
+
+func subscribeN(t *testing.T, b *Broker, channel string, n int) []*Waiter {
+	t.Helper()
+	ws := make([]*Waiter, n)
+	for i := range ws {
+		w, err := b.Subscribe(context.Background(), channel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws[i] = w
+	}
+	return ws
+}
+
+func TestBrokerOneReleaseWakesOneWaiter(t *testing.T) {
+	b := newTestBroker(t, 3)
+	ws := subscribeN(t, b, "c", 10)
+	for node := range 3 {
+		b.message(node, "c", "release-1")
+	}
+	if got := woken(ws); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("three copies of one release woke %v, want [0]", got)
+	}
+	for i, id := range []string{"r2", "r3", "r4"} {
+		b.message(i, "c", id)
+	}
+	if got := woken(ws); len(got) != 3 {
+		t.Fatalf("three releases woke %v, want three waiters", got)
+	}
+	s := b.Stats()
+	if s.Duplicates != 2 || s.Wakes != 4 || s.Waiters != 10 || s.Channels != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestBrokerEmptyPayloadsCountEachTime(t *testing.T) {
+	b := newTestBroker(t, 3)
+	ws := subscribeN(t, b, "c", 5)
+	for node := range 3 {
+		b.message(node, "c", "")
+	}
+	if got := woken(ws); len(got) != 3 {
+		t.Fatalf("three empty messages woke %v, want three waiters", got)
+	}
+}
+
+func TestBrokerReleaseWithoutFreeWaiterIsUnclaimed(t *testing.T) {
+	b := newTestBroker(t, 1)
+	subscribeN(t, b, "c", 1)
+	b.message(0, "c", "r1")
+	b.message(0, "c", "r2")
+	b.message(0, "other", "r3")
+	if s := b.Stats(); s.Unclaimed != 2 || s.Wakes != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestBrokerWaiterCloseHandsWakeOnAndIsIdempotent(t *testing.T) {
+	b := newTestBroker(t, 1)
+	ws := subscribeN(t, b, "c", 2)
+	b.message(0, "c", "r1")
+	ws[0].Close()
+	ws[0].Close()
+	select {
+	case <-ws[1].Wake():
+	default:
+		t.Fatal("pending wake of the closed waiter was not handed on")
+	}
+	ws[1].Close()
+	if s := b.Stats(); s.Waiters != 0 || s.Channels != 0 {
+		t.Fatalf("stats after closing all: %+v", s)
+	}
+}
+
+func TestBrokerConnectionChangeWakesEveryone(t *testing.T) {
+	b := newTestBroker(t, 1)
+	ws := append(subscribeN(t, b, "c", 3), subscribeN(t, b, "d", 3)...)
+	b.connectionChanged(0, true)
+	if got := woken(ws); len(got) != 6 {
+		t.Fatalf("woken %v, want all six", got)
+	}
+	b.connectionChanged(0, false)
+	if got := woken(ws); len(got) != 6 {
+		t.Fatalf("woken %v after restore, want all six", got)
+	}
+	if s := b.Stats(); s.Disconnects != 1 || s.Reconnects != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestBrokerSubscribeCancelledContext(t *testing.T) {
+	b := newTestBroker(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w, err := b.Subscribe(ctx, "c")
+	if !errors.Is(err, context.Canceled) || w != nil {
+		t.Fatalf("Subscribe = %v, %v; want nil, context.Canceled", w, err)
+	}
+	if s := b.Stats(); s.Waiters != 0 || s.Channels != 0 {
+		t.Fatalf("a share was left behind: %+v", s)
+	}
+}
+
+func TestBrokerCloseWakesWaitersAndRefusesSubscribe(t *testing.T) {
+	b := NewBroker(nil, Options{})
+	ws := subscribeN(t, b, "c", 3)
+	b.Close()
+	b.Close()
+	if got := woken(ws); len(got) != 3 {
+		t.Fatalf("Close woke %v, want all three", got)
+	}
+	if _, err := b.Subscribe(context.Background(), "c"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Subscribe after Close: %v, want ErrClosed", err)
+	}
+	for _, w := range ws {
+		w.Close() // still fine after the Broker closed
+	}
+}
+
+func TestAwaitConfirmed(t *testing.T) {
+	b := newTestBroker(t, 1)
+	b.opts.SubscribeTimeout = 50 * time.Millisecond
+	confirmed := make(chan struct{})
+	close(confirmed)
+	never := make(chan struct{})
+
+	if err := b.awaitConfirmed(context.Background(), []<-chan struct{}{confirmed, confirmed}); err != nil {
+		t.Fatalf("all confirmed: %v", err)
+	}
+
+	start := time.Now()
+	if err := b.awaitConfirmed(context.Background(), []<-chan struct{}{never, confirmed}); err != nil {
+		t.Fatalf("one node silent: %v, want nil after the timeout", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond || d > time.Second {
+		t.Fatalf("waited %v for a silent node, want about 50ms", d)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := b.awaitConfirmed(ctx, []<-chan struct{}{never}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ctx ended: %v, want context.DeadlineExceeded", err)
+	}
+
+	b.Close()
+	if err := b.awaitConfirmed(context.Background(), []<-chan struct{}{never}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("broker closed: %v, want ErrClosed", err)
+	}
+}
+
+func TestNewBrokerRejectsNilClient(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for a nil client")
+		}
+	}()
+	NewBroker([]redis.UniversalClient{nil}, Options{})
+}

@@ -1,0 +1,100 @@
+package pubsub
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDedupCountsCopiesOnce(t *testing.T) {
+	d := newDedup(time.Second, 3)
+	now := time.Now()
+	ch := "relock:{a}:released"
+
+	if !d.first(ch, "r1", now) {
+		t.Fatal("first copy not reported first")
+	}
+	if d.first(ch, "r1", now.Add(10*time.Millisecond)) {
+		t.Fatal("second copy reported first")
+	}
+	if !d.first(ch, "r2", now) {
+		t.Fatal("another release reported as a copy")
+	}
+	if !d.first("relock:{b}:released", "r1", now) {
+		t.Fatal("same payload on another channel reported as a copy")
+	}
+	if d.first(ch, "r1", now.Add(20*time.Millisecond)) {
+		t.Fatal("third copy reported first")
+	}
+	// All three copies of r1 are in: it is forgotten at once.
+	if d.len() != 2 {
+		t.Fatalf("remembered %d releases, want 2", d.len())
+	}
+}
+
+func TestDedupEmptyPayloadAlwaysCounts(t *testing.T) {
+	d := newDedup(time.Second, 3)
+	now := time.Now()
+	for i := range 5 {
+		if !d.first("c", "", now) {
+			t.Fatalf("empty payload %d dropped", i)
+		}
+	}
+	if d.len() != 0 {
+		t.Fatalf("remembered %d empty payloads", d.len())
+	}
+}
+
+func TestDedupWindowExpires(t *testing.T) {
+	d := newDedup(time.Second, 3)
+	now := time.Now()
+	d.first("c", "r1", now)
+	if d.first("c", "r1", now.Add(999*time.Millisecond)) {
+		t.Fatal("copy inside the window counted")
+	}
+	if !d.first("c", "r1", now.Add(time.Second)) {
+		t.Fatal("copy after the window not counted")
+	}
+}
+
+func TestDedupMemoryIsBounded(t *testing.T) {
+	d := newDedup(time.Second, 3)
+	d.limit = 100
+	now := time.Now()
+	for i := range 1000 {
+		d.first("c", string(rune('a'+i%26))+time.Duration(i).String(), now)
+	}
+	if d.len() > 100 || len(d.order) > 100 {
+		t.Fatalf("remembered %d releases in a queue of %d, limit 100", d.len(), len(d.order))
+	}
+	// Everything expires after the window, even without new copies of it.
+	d.first("c", "late", now.Add(2*time.Second))
+	if d.len() != 1 || len(d.order) != 1 {
+		t.Fatalf("after the window: %d releases, queue %d, want 1 and 1", d.len(), len(d.order))
+	}
+}
+
+func TestDedupNewerReleaseOfSameKeySurvivesOldQueueEntry(t *testing.T) {
+	d := newDedup(time.Second, 2)
+	now := time.Now()
+	d.first("c", "r", now)
+	d.first("c", "r", now) // both copies in: forgotten, its queue entry stays
+	// The same id again, later (a retried publish): remembered anew.
+	if !d.first("c", "r", now.Add(500*time.Millisecond)) {
+		t.Fatal("new release not counted")
+	}
+	// The old queue entry expires; the new one must survive it.
+	if d.first("c", "r", now.Add(1200*time.Millisecond)) {
+		t.Fatal("copy of the newer release counted after the older entry expired")
+	}
+}
+
+func TestDedupSingleNodeRemembersNothing(t *testing.T) {
+	d := newDedup(time.Second, 1)
+	now := time.Now()
+	if !d.first("c", "r", now) || !d.first("c", "r", now) {
+		t.Fatal("with one node every message is a release")
+	}
+	if d.len() != 0 {
+		t.Fatalf("remembered %d releases", d.len())
+	}
+}

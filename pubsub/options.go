@@ -1,0 +1,58 @@
+package pubsub
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultSubscribeTimeout    = 100 * time.Millisecond
+	DefaultDedupWindow         = time.Second
+	DefaultHealthCheckInterval = 3 * time.Second
+)
+
+// Options configures a Broker. The zero value is ready to use.
+type Options struct {
+	// SubscribeTimeout bounds how long Subscribe waits for the nodes, in
+	// parallel, to confirm a subscription. A node that has not confirmed by
+	// then is not waited for: the waiter misses that node's messages until
+	// it answers. Zero or negative means DefaultSubscribeTimeout.
+	SubscribeTimeout time.Duration
+
+	// DedupWindow is how long after the first copy of a release the copies
+	// from the other nodes (same channel, same non-empty payload) are still
+	// recognised as the same release. Zero or negative means
+	// DefaultDedupWindow.
+	DedupWindow time.Duration
+
+	// HealthCheckInterval is how long a node's connection may stay silent
+	// before the Broker PINGs it. A PING left unanswered for the same
+	// interval, or a second if that is shorter, makes the Broker drop the
+	// connection and redial, as after an error: a connection that silently
+	// died (a partition, a NAT that forgot it) is noticed. Zero means
+	// DefaultHealthCheckInterval; a negative value disables the check,
+	// leaving dead peers to TCP.
+	HealthCheckInterval time.Duration
+
+	// Logger receives connection events (lost, restored, failed commands).
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// withDefaults returns o with every unset field replaced by its default.
+func (o Options) withDefaults() Options {
+	if o.SubscribeTimeout <= 0 {
+		o.SubscribeTimeout = DefaultSubscribeTimeout
+	}
+	if o.DedupWindow <= 0 {
+		o.DedupWindow = DefaultDedupWindow
+	}
+	if o.HealthCheckInterval == 0 {
+		o.HealthCheckInterval = DefaultHealthCheckInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}

@@ -1,0 +1,159 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Backoff between reads after a connection error, so a node that is down
+// is redialled about once a second rather than in a hot loop.
+const (
+	minBackoff = 50 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// receiveLoop reads the node's connection until the node stops. It reads
+// with ReceiveTimeout rather than go-redis's Channel so that errors reach it:
+// messages may be lost while the connection is down, and the waiters must
+// hear about that.
+func (n *node) receiveLoop() {
+	var (
+		up      bool          // the connection last worked
+		backoff time.Duration // since the last error; 0 once a read succeeds
+		heard   = time.Now()  // the last reply or message, or the last redial
+		probing bool          // a health PING is out: silence now means a dead connection
+	)
+	for {
+		if backoff > 0 && !n.awaitChannels() {
+			return
+		}
+		msg, err := n.receive(probing)
+		if n.ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil:
+			heard, probing = time.Now(), false
+			if backoff > 0 {
+				backoff = 0
+				n.log.Info("relock/pubsub: connection restored")
+				n.events.connectionChanged(n.index, false)
+			}
+			up = true
+			n.handle(msg)
+		case !probing && isTimeout(err):
+			// Silence, which is normal. Past the health interval, ask for
+			// a PING: its answer, or any message, proves the connection alive.
+			if n.health > 0 && time.Since(heard) >= n.health {
+				probing = true
+				n.mu.Lock()
+				n.subs.ping = true
+				n.mu.Unlock()
+				signal(n.kick)
+			}
+		default:
+			probing = false
+			n.connectionBroke(err, up)
+			up = false
+			backoff = nextBackoff(backoff)
+			if !n.sleep(backoff) {
+				return
+			}
+			heard = time.Now()
+		}
+	}
+}
+
+// receive reads one reply or message, waiting at most n.tick. go-redis
+// redials and resubscribes inside this call when the connection is gone;
+// ctx bounds that too, so that Close never waits long for a read.
+func (n *node) receive(probing bool) (any, error) {
+	if probing {
+		// Without a timeout of its own the read takes ctx's deadline, and
+		// go-redis treats missing that deadline as a dead connection: it
+		// closes it, and the next call redials.
+		ctx, cancel := context.WithTimeout(n.ctx, n.tick)
+		defer cancel()
+		return n.ps.ReceiveTimeout(ctx, 0)
+	}
+	// A read timeout keeps the connection.
+	ctx, cancel := context.WithTimeout(n.ctx, commandTimeout)
+	defer cancel()
+	return n.ps.ReceiveTimeout(ctx, n.tick)
+}
+
+func (n *node) handle(msg any) {
+	switch m := msg.(type) {
+	case *redis.Message:
+		n.events.message(n.index, m.Channel, m.Payload)
+	case *redis.Pong:
+		if seq, ok := parseBarrier(m.Payload); ok {
+			n.mu.Lock()
+			n.subs.confirm(seq)
+			n.mu.Unlock()
+		}
+	case *redis.Subscription:
+		// Confirmation comes from barriers; see subTable.
+	}
+}
+
+// connectionBroke records a failed read: every subscription needs
+// confirming again, and the waiters are told when a working connection is
+// lost, since a message may have gone with it.
+func (n *node) connectionBroke(err error, wasUp bool) {
+	n.mu.Lock()
+	n.subs.invalidate()
+	n.mu.Unlock()
+	signal(n.kick) // barriers again, which also redials
+	if wasUp {
+		n.log.Warn("relock/pubsub: connection lost", slog.Any("err", err))
+		n.events.connectionChanged(n.index, true)
+	} else {
+		n.log.Debug("relock/pubsub: node unreachable", slog.Any("err", err))
+	}
+}
+
+// awaitChannels returns once some channel is wanted, so a broken connection
+// nobody needs is not redialled, or false when the node stops.
+func (n *node) awaitChannels() bool {
+	for {
+		n.mu.Lock()
+		wanted := len(n.subs.want) > 0
+		n.mu.Unlock()
+		if wanted {
+			return true
+		}
+		select {
+		case <-n.ctx.Done():
+			return false
+		case <-n.work:
+		}
+	}
+}
+
+// sleep waits d, or returns false when the node stops first.
+func (n *node) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-n.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// nextBackoff doubles d within [minBackoff, maxBackoff].
+func nextBackoff(d time.Duration) time.Duration {
+	return min(max(2*d, minBackoff), maxBackoff)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,64 @@
+package pubsub
+
+// Waiter is one local waiter's share of a channel subscription, returned by
+// Broker.Subscribe. Its methods are safe for concurrent use.
+type Waiter struct {
+	b       *Broker
+	channel string
+	wake    chan struct{} // buffer 1: a pending wake never blocks the dispatcher
+	closed  bool          // guarded by b.mu
+}
+
+func newWaiter(b *Broker, channel string) *Waiter {
+	return &Waiter{b: b, channel: channel, wake: make(chan struct{}, 1)}
+}
+
+// Channel returns the channel w waits on.
+func (w *Waiter) Channel() string { return w.channel }
+
+// Wake returns a channel that receives a value when w should retry: a release
+// was handed to it, a node's connection broke or came back (messages may have
+// been lost), a waiter that gave up passed its wake on, or the Broker closed.
+// At most one wake is pending at a time; wakes that arrive while one is
+// pending merge into it. The channel is never closed.
+func (w *Waiter) Wake() <-chan struct{} { return w.wake }
+
+// Close drops w's share of the channel; the last share to go unsubscribes the
+// channel on every node. A wake w received but did not consume is handed to
+// the next waiter of the channel. Close does not block on the network and is
+// idempotent.
+func (w *Waiter) Close() {
+	b := w.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.closed = true
+	if b.reg.remove(w) && !b.closed {
+		for _, n := range b.nodes {
+			n.unwant(w.channel)
+		}
+	}
+}
+
+// wakeUp gives w a wake unless one is already pending, and reports whether
+// it did.
+func (w *Waiter) wakeUp() bool {
+	select {
+	case w.wake <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// takeWake consumes w's pending wake, if any, and reports whether there was one.
+func (w *Waiter) takeWake() bool {
+	select {
+	case <-w.wake:
+		return true
+	default:
+		return false
+	}
+}
