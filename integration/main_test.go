@@ -9,10 +9,10 @@ import (
 	"github.com/relock-go/relock/integration/fixture"
 )
 
-// cluster is the package's 3-node cluster, started once by TestMain.
+// cluster is the package's 5-node cluster, started once by TestMain.
 var cluster *fixture.Cluster
 
-func TestMain(m *testing.M) { os.Exit(fixture.Main(m, 3, &cluster)) }
+func TestMain(m *testing.M) { os.Exit(fixture.Main(m, 5, &cluster)) }
 
 // reset gives the test a fresh cluster: every link healed, every node up and
 // unpaused, every node empty.

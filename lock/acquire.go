@@ -29,6 +29,7 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
 	}
+	c.stats.attempts.Add(1)
 	start := time.Now()
 	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
 		return n.Acquire(ctx, op)
@@ -54,6 +55,7 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 	valid := validity(op.Lease, elapsed, c.opts.ClockDriftFactor)
 	if agreed >= c.quorum && valid > 0 && ctx.Err() == nil {
 		a.acquired = true
+		c.stats.acquired.Add(1)
 		a.validUntil = start.Add(elapsed + valid)
 		return a
 	}

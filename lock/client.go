@@ -23,6 +23,7 @@ type Client struct {
 	nodes  []*reentrant.Node
 	addrs  []string
 	quorum int
+	stats  counters
 	dog    *watchdog.Watchdog
 	broker *pubsub.Broker // one subscription per node for every waiter
 
@@ -58,6 +59,8 @@ func New(opts Options) (*Client, error) {
 	c.dog = watchdog.New(c.renewBatch, watchdog.Options{})
 	c.broker = pubsub.NewBroker(opts.Nodes, pubsub.Options{
 		SubscribeTimeout: opts.NodeTimeout,
+		Quorum:           quorum(len(opts.Nodes)),
+		Grace:            opts.NodeTimeout, // by then every live node has published
 		Logger:           opts.Logger,
 	})
 	return c, nil

@@ -279,6 +279,7 @@ func (m *Mutex) markLost(lost chan struct{}) {
 	}
 	m.isLost = true
 	close(lost)
+	m.c.stats.losses.Add(1)
 	if m.entry != nil {
 		m.validUntil = m.entry.ValidUntil() // the last deadline, for the record
 		m.entry.Stop()

@@ -69,6 +69,11 @@ func (o Options) withDefaults() (Options, error) {
 		if n == nil {
 			return o, invalid("Nodes", fmt.Sprintf("node %d is a nil client", i))
 		}
+		if _, ring := n.(*redis.Ring); ring {
+			// A Ring shards keys over several servers: it is not one node,
+			// and its Pub/Sub is pinned to a single shard.
+			return o, invalid("Nodes", fmt.Sprintf("node %d is a *redis.Ring; give each master as its own client", i))
+		}
 		id := nodeIdentity(n)
 		if j, dup := seen[id]; dup {
 			return o, invalid("Nodes", fmt.Sprintf("nodes %d and %d are the same server (%s): a quorum needs independent nodes", j, i, id))
@@ -136,8 +141,6 @@ func nodeIdentity(n redis.UniversalClient) string {
 		return fmt.Sprintf("%s/%s/db%d", o.Network, o.Addr, o.DB)
 	case *redis.ClusterClient:
 		return fmt.Sprintf("cluster%v", c.Options().Addrs)
-	case *redis.Ring:
-		return fmt.Sprintf("ring%v", c.Options().Addrs)
 	}
 	return fmt.Sprintf("%T@%p", n, n)
 }

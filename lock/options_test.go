@@ -16,7 +16,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:2"})
 	sameAsA := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = sameAsA.Close() })
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = sameAsA.Close(); _ = ring.Close() })
 
 	cases := []struct {
 		name   string
@@ -26,6 +27,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"no nodes", lock.Options{}, "Nodes"},
 		{"nil client", lock.Options{Nodes: []redis.UniversalClient{a, nil}}, "Nodes"},
 		{"duplicate node", lock.Options{Nodes: []redis.UniversalClient{a, b, sameAsA}}, "same server"},
+		{"ring", lock.Options{Nodes: []redis.UniversalClient{ring}}, "Ring"},
 		{"same client twice", lock.Options{Nodes: []redis.UniversalClient{a, a}}, "same server"},
 		{"negative lease", lock.Options{Nodes: []redis.UniversalClient{a}, Lease: -time.Second}, "Lease"},
 		{"lease not above node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, Lease: 100 * time.Millisecond, NodeTimeout: 50 * time.Millisecond}, "Lease"},

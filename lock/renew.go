@@ -46,6 +46,7 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 		switch {
 		case held >= c.quorum && v > 0:
 			outcomes[i] = watchdog.Outcome{Renewed: true, ValidUntil: start.Add(elapsed + v)}
+			c.stats.renewals.Add(1)
 			if len(repair) > 0 {
 				c.repair(values[i].(*Mutex), repair)
 			}

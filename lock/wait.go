@@ -35,10 +35,14 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt) error {
 	}
 	t := time.NewTimer(sleepAfter(a, m.c.opts.RetryDelay))
 	defer t.Stop()
+	m.c.stats.sleeping.Add(1)
+	defer m.c.stats.sleeping.Add(-1)
 	select {
 	case <-w.sub.Wake():
+		m.c.stats.wokenByPub.Add(1)
 		return nil
 	case <-t.C:
+		m.c.stats.wokenByTTL.Add(1)
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

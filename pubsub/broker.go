@@ -53,7 +53,7 @@ func NewBroker(nodes []redis.UniversalClient, opts Options) *Broker {
 		opts:  opts,
 		done:  make(chan struct{}),
 		reg:   newRegistry(),
-		dedup: newDedup(opts.DedupWindow, len(nodes)),
+		dedup: newDedup(opts.DedupWindow, len(nodes), opts.Quorum),
 	}
 	for i, c := range nodes {
 		if c == nil {
@@ -180,18 +180,34 @@ func (b *Broker) Stats() Stats {
 	}
 }
 
-// message dispatches a published message: the first copy of a release wakes
-// one waiter, the other nodes' copies are dropped.
+// message dispatches a published message: a release wakes one waiter once
+// Options.Quorum nodes' copies are in, or Options.Grace after its first copy;
+// the other copies are dropped.
 func (b *Broker) message(_ int, channel, payload string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return
 	}
-	if !b.dedup.first(channel, payload, time.Now()) {
+	wake, pending := b.dedup.observe(channel, payload, time.Now())
+	switch {
+	case wake:
+		b.dispatch(channel)
+	case pending != nil:
+		time.AfterFunc(b.opts.Grace, func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if !b.closed && b.dedup.graceUp(pending) {
+				b.dispatch(channel)
+			}
+		})
+	default:
 		b.duplicates++
-		return
 	}
+}
+
+// dispatch hands a due release to one waiter of channel. The caller holds b.mu.
+func (b *Broker) dispatch(channel string) {
 	if !b.reg.dispatch(channel) {
 		b.unclaimed++
 	}

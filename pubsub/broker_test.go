@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 func newTestBroker(t *testing.T, copies int) *Broker {
 	t.Helper()
 	b := NewBroker(nil, Options{})
-	b.dedup = newDedup(time.Second, copies)
+	b.dedup = newDedup(time.Second, copies, 1)
 	t.Cleanup(b.Close)
 	return b
 }

@@ -6,13 +6,18 @@ import "time"
 // distinct releases cannot grow it without bound within one window.
 const dedupLimit = 1 << 14
 
-// dedup recognises the copies of one release arriving from different nodes.
-// It remembers each (channel, payload) for a window after its first copy, and
-// forgets it sooner once every node's copy has arrived. It is not safe for
-// concurrent use; the Broker calls it under its lock.
+// dedup recognises the copies of one release arriving from different nodes,
+// and decides when the release is due to wake a waiter: when `need` copies
+// are in (a quorum of the nodes have released, so a woken waiter's attempt
+// can win instead of racing the rest of the release), or when the Broker's
+// grace timer for its first copy fires. It remembers each (channel, payload)
+// for a window after its first copy, and forgets it sooner once every node's
+// copy has arrived. It is not safe for concurrent use; the Broker calls it
+// under its lock.
 type dedup struct {
 	window time.Duration
 	copies int // copies of one release: the number of nodes
+	need   int // copies that make a release due
 	limit  int
 
 	seen map[dedupKey]*dedupEntry
@@ -26,6 +31,7 @@ type dedupKey struct{ channel, payload string }
 type dedupEntry struct {
 	expires time.Time
 	copies  int
+	due     bool // the release has woken (or is waking) a waiter
 }
 
 type dedupItem struct {
@@ -33,22 +39,28 @@ type dedupItem struct {
 	entry *dedupEntry
 }
 
-func newDedup(window time.Duration, copies int) *dedup {
+func newDedup(window time.Duration, copies, need int) *dedup {
+	need = min(max(need, 1), max(copies, 1))
 	return &dedup{
 		window: window,
 		copies: copies,
+		need:   need,
 		limit:  dedupLimit,
 		seen:   make(map[dedupKey]*dedupEntry),
 	}
 }
 
-// first reports whether a message is the first copy of its release, that is
-// whether it must be dispatched. An empty payload carries no release id, so
-// every such message counts.
-func (d *dedup) first(channel, payload string, now time.Time) bool {
+// observe records a message. It returns wake when the message makes its
+// release due now. It returns pending, the release's entry, when the message
+// is the first copy of a release that needs more copies: the caller then
+// arms a grace timer and calls graceUp(pending) when it fires, so that a
+// release whose other copies never come (a node's subscription is down)
+// still wakes a waiter. An empty payload carries no release id, so every
+// such message is due at once.
+func (d *dedup) observe(channel, payload string, now time.Time) (wake bool, pending *dedupEntry) {
 	d.expire(now)
 	if payload == "" {
-		return true
+		return true, nil
 	}
 	key := dedupKey{channel, payload}
 	if e, ok := d.seen[key]; ok {
@@ -56,10 +68,10 @@ func (d *dedup) first(channel, payload string, now time.Time) bool {
 		if e.copies >= d.copies {
 			delete(d.seen, key) // every node's copy is in: nothing more to match
 		}
-		return false
+		return d.makeDue(e), nil
 	}
 	if d.copies <= 1 {
-		return true // a single node sends a single copy
+		return true, nil // a single node sends a single copy
 	}
 	e := &dedupEntry{expires: now.Add(d.window), copies: 1}
 	d.seen[key] = e
@@ -67,6 +79,29 @@ func (d *dedup) first(channel, payload string, now time.Time) bool {
 	for len(d.order) > d.limit {
 		d.pop()
 	}
+	if d.makeDue(e) {
+		return true, nil
+	}
+	return false, e
+}
+
+// makeDue marks e due once enough copies are in, and reports whether this
+// call did.
+func (d *dedup) makeDue(e *dedupEntry) bool {
+	if e.due || e.copies < d.need {
+		return false
+	}
+	e.due = true
+	return true
+}
+
+// graceUp makes e due when its grace time ran out before enough copies
+// came, and reports whether this call did.
+func (d *dedup) graceUp(e *dedupEntry) bool {
+	if e.due {
+		return false
+	}
+	e.due = true
 	return true
 }
 

@@ -10,6 +10,7 @@ const (
 	DefaultSubscribeTimeout    = 100 * time.Millisecond
 	DefaultDedupWindow         = time.Second
 	DefaultHealthCheckInterval = 3 * time.Second
+	DefaultGrace               = 50 * time.Millisecond
 )
 
 // Options configures a Broker. The zero value is ready to use.
@@ -35,6 +36,18 @@ type Options struct {
 	// leaving dead peers to TCP.
 	HealthCheckInterval time.Duration
 
+	// Quorum is how many nodes' copies of one release must arrive before it
+	// wakes a waiter: with the lock's quorum here, the woken waiter retries
+	// once the release has landed on a majority, instead of racing the rest
+	// of it and losing. Zero or one means the first copy wakes.
+	Quorum int
+
+	// Grace is how long after a release's first copy it wakes a waiter even
+	// if fewer than Quorum copies came (a node's subscription was down, or
+	// the release reached only some nodes). Zero or negative means
+	// DefaultGrace.
+	Grace time.Duration
+
 	// Logger receives connection events (lost, restored, failed commands).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -50,6 +63,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HealthCheckInterval == 0 {
 		o.HealthCheckInterval = DefaultHealthCheckInterval
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

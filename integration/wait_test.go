@@ -1,0 +1,243 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/lock"
+)
+
+// waitUntil polls cond every 10ms until it holds or d passes.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sleeping reports whether `waiters` Lock calls of c are asleep, waiting
+// for a release.
+func sleeping(c *lock.Client, waiters int) func() bool {
+	return func() bool { return c.Stats().Sleeping == waiters }
+}
+
+// TestWaiterWokenByRelease: behind a holder with a 30s lease, a waiter gets
+// the lock well within a second of the holder's Unlock.
+func TestWaiterWokenByRelease(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		holders, waiters := newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{})
+		ctx := ctxFor(t, 20*time.Second)
+		holder := holders.NewMutex("woken")
+		require.NoError(t, holder.Lock(ctx))
+
+		got := make(chan time.Time, 1)
+		go func() {
+			m := waiters.NewMutex("woken")
+			if m.Lock(ctx) == nil {
+				got <- time.Now()
+				_ = m.Unlock(ctx)
+			}
+		}()
+		waitUntil(t, 5*time.Second, "the waiter is not asleep", sleeping(waiters, 1))
+		time.Sleep(100 * time.Millisecond)
+		unlocked := time.Now()
+		require.NoError(t, holder.Unlock(ctx))
+		at := <-got
+		t.Logf("%d masters: acquired %v after the holder called Unlock", n, at.Sub(unlocked))
+		require.Less(t, at.Sub(unlocked), time.Second, "woken by the release, not by the 30s lease")
+		s := waiters.Stats()
+		require.GreaterOrEqual(t, s.WokenByPub, uint64(1))
+		require.Zero(t, s.WokenByTTL)
+	})
+}
+
+// TestWaiterAfterVanishedHolder: a holder that never unlocks (its process
+// died) lets the waiter in when its lease runs out, not before.
+func TestWaiterAfterVanishedHolder(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		holders, waiters := shortLeaseClient(t, n), shortLeaseClient(t, n)
+		ctx := ctxFor(t, 20*time.Second)
+		const lease = 1500 * time.Millisecond
+		start := time.Now()
+		require.NoError(t, holders.NewMutex("vanished").LockFor(ctx, lease)) // never unlocked
+		m := waiters.NewMutex("vanished")
+		require.NoError(t, m.Lock(ctx))
+		at := time.Since(start)
+		t.Logf("%d masters: acquired %v after the vanished holder's Lock (lease %v)", n, at, lease)
+		require.GreaterOrEqual(t, at, lease-50*time.Millisecond, "acquired before the holder's lease ran out")
+		require.Less(t, at, lease+time.Second)
+		require.GreaterOrEqual(t, waiters.Stats().WokenByTTL, uint64(1), "woken by the lease running out")
+		require.NoError(t, m.Unlock(ctx))
+	})
+}
+
+// TestOneReleaseWakesOneWaiter: 50 waiters of one lock in one process; one
+// release wakes exactly one of them, whatever the number of nodes that
+// each publish a copy.
+func TestOneReleaseWakesOneWaiter(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		holders, waiters := newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{})
+		ctx, cancel := context.WithCancel(ctxFor(t, 30*time.Second))
+		holder := holders.NewMutex("herd")
+		require.NoError(t, holder.Lock(ctx))
+
+		const count = 50
+		var winners atomic.Int32
+		var wg sync.WaitGroup
+		for range count {
+			wg.Go(func() {
+				m := waiters.NewMutex("herd")
+				if m.Lock(ctx) == nil {
+					winners.Add(1) // keeps the lock: the others stay asleep
+				}
+			})
+		}
+		waitUntil(t, 10*time.Second, "the 50 waiters are not all asleep", sleeping(waiters, count))
+		before := waiters.Stats()
+		require.NoError(t, holder.Unlock(ctx))
+		waitUntil(t, 2*time.Second, "no waiter got the lock", func() bool { return winners.Load() == 1 })
+		time.Sleep(300 * time.Millisecond) // any extra wake-up would show as an attempt now
+		after := waiters.Stats()
+		t.Logf("%d masters: after one release: %d attempt(s), %d wake-up(s), %d duplicate copies dropped; before %+v after %+v",
+			n, after.Attempts-before.Attempts, after.WokenByPub-before.WokenByPub,
+			after.Subscription.Duplicates-before.Subscription.Duplicates, before, after)
+		require.Equal(t, uint64(1), after.Attempts-before.Attempts, "one release must wake one waiter")
+		require.Equal(t, uint64(1), after.WokenByPub-before.WokenByPub)
+		require.Equal(t, int32(1), winners.Load())
+		cancel()
+		wg.Wait()
+	})
+}
+
+// TestSharedSubscriptionPerNode: 100 waiters over 20 locks use one Pub/Sub
+// connection per node, and once no one waits no relock channel stays
+// subscribed on any node.
+func TestSharedSubscriptionPerNode(t *testing.T) {
+	const n, locks, perLock = 3, 20, 5
+	reset(t)
+	holders, waiters := newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{})
+	ctx := ctxFor(t, 60*time.Second)
+	held := make([]*lock.Mutex, locks)
+	for i := range held {
+		held[i] = holders.NewMutex(fmt.Sprintf("shared:%d", i))
+		require.NoError(t, held[i].Lock(ctx))
+	}
+	var acquired atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, locks*perLock)
+	for i := range locks * perLock {
+		wg.Go(func() {
+			m := waiters.NewMutex(fmt.Sprintf("shared:%d", i%locks))
+			if err := m.Lock(ctx); err != nil {
+				errs <- err
+				return
+			}
+			acquired.Add(1)
+			errs <- m.Unlock(ctx) // hands the lock to the next waiter
+		})
+	}
+	waitUntil(t, 15*time.Second, "the 100 waiters are not all asleep", sleeping(waiters, locks*perLock))
+	for i := range n {
+		list, err := cluster.Nodes[i].Direct().ClientList(ctx).Result()
+		require.NoError(t, err)
+		require.Equal(t, 1, strings.Count(list, "flags=P"), "node %d: one Pub/Sub connection for all waiters:\n%s", i, list)
+		numsub, err := cluster.Nodes[i].Direct().PubSubNumSub(ctx, "relock:{shared:0}:released").Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), numsub["relock:{shared:0}:released"], "node %d: one subscription per channel", i)
+	}
+	for _, m := range held {
+		require.NoError(t, m.Unlock(ctx))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int32(locks*perLock), acquired.Load())
+	for i := range n {
+		waitUntil(t, 2*time.Second, fmt.Sprintf("node %d still has relock channels", i), func() bool {
+			chans, err := cluster.Nodes[i].Direct().PubSubChannels(ctx, "relock:*").Result()
+			return err == nil && len(chans) == 0
+		})
+	}
+}
+
+// TestWaitersSurviveSubscriptionKill: the server kills the Pub/Sub
+// connections while waiters wait; they all still get the lock in turn.
+func TestWaitersSurviveSubscriptionKill(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		holders, waiters := newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{})
+		ctx := ctxFor(t, 30*time.Second)
+		holder := holders.NewMutex("killed")
+		require.NoError(t, holder.Lock(ctx))
+		const count = 10
+		var wg sync.WaitGroup
+		var acquired atomic.Int32
+		for range count {
+			wg.Go(func() {
+				m := waiters.NewMutex("killed")
+				if m.Lock(ctx) == nil {
+					acquired.Add(1)
+					time.Sleep(5 * time.Millisecond)
+					_ = m.Unlock(ctx)
+				}
+			})
+		}
+		waitUntil(t, 10*time.Second, "the waiters are not all asleep", sleeping(waiters, count))
+		for i := range n {
+			require.NoError(t, cluster.Nodes[i].Direct().Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
+		}
+		time.Sleep(200 * time.Millisecond) // let the subscription reconnect
+		start := time.Now()
+		require.NoError(t, holder.Unlock(ctx))
+		wg.Wait()
+		t.Logf("%d masters: %d waiters got the lock in turn in %v after the kill", n, acquired.Load(), time.Since(start))
+		require.Equal(t, int32(count), acquired.Load())
+		require.Less(t, time.Since(start), 5*time.Second, "hand-offs must not wait for the 30s lease")
+		require.GreaterOrEqual(t, waiters.Stats().Subscription.Reconnects, uint64(1))
+	})
+}
+
+// TestWaitCancelledLeavesNothing: a waiter whose ctx ends gets ctx's error,
+// drops its subscription, and leaves nothing on any node.
+func TestWaitCancelledLeavesNothing(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		holders, waiters := newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{})
+		ctx := ctxFor(t, 20*time.Second)
+		holder := holders.NewMutex("cancelled-wait")
+		require.NoError(t, holder.Lock(ctx))
+		wait, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		err := waiters.NewMutex("cancelled-wait").Lock(wait)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Zero(t, waiters.Stats().Subscription.Waiters, "the subscription share is dropped")
+		nodes := make([]int, n)
+		for i := range nodes {
+			nodes[i] = i
+		}
+		requireCounts(t, nodes, "cancelled-wait", holder.Owner(), 1)
+		for i := range n {
+			waitUntil(t, 2*time.Second, "the channel is still subscribed", func() bool {
+				m, err := cluster.Nodes[i].Direct().PubSubNumSub(ctx, "relock:{cancelled-wait}:released").Result()
+				return err == nil && m["relock:{cancelled-wait}:released"] == 0
+			})
+		}
+		require.NoError(t, holder.Unlock(ctx))
+	})
+}
