@@ -11,7 +11,7 @@ import (
 type attempt struct {
 	acquired   bool
 	validUntil time.Time // when acquired
-	fence      int64     // the highest fencing counter among the agreeing nodes
+	fence      int64     // the highest fencing counter among the nodes that answered
 
 	// When not acquired: whether another owner holds the lock on enough nodes
 	// to deny a quorum, and the shortest lease left among them (negative when
@@ -42,15 +42,16 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 	for _, r := range replies {
 		switch {
 		case r.err != nil:
+			continue
 		case r.value.Acquired:
 			agreed++
-			a.fence = max(a.fence, r.value.Fence)
 		default:
 			refused++
 			if ttl := r.value.HolderTTL; ttl >= 0 && (a.holderTTL < 0 || ttl < a.holderTTL) {
 				a.holderTTL = ttl
 			}
 		}
+		a.fence = max(a.fence, r.value.Fence)
 	}
 	valid := validity(op.Lease, elapsed, c.opts.ClockDriftFactor)
 	if agreed >= c.quorum && valid > 0 && ctx.Err() == nil {

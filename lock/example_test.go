@@ -124,3 +124,42 @@ func ExampleClient_Do() {
 	// working under the lock
 	// err: <nil>
 }
+
+// storage stands for a resource guarded by the lock: it remembers the
+// highest fencing token it has accepted and refuses anything older, so a
+// holder that stalled past its lease cannot overwrite its successor's work.
+type storage struct{ highest int64 }
+
+func (s *storage) write(token int64, what string) error {
+	if token < s.highest {
+		return fmt.Errorf("rejected %q: token %d is older than %d", what, token, s.highest)
+	}
+	s.highest = token
+	return nil
+}
+
+// WithFencing hands each holder a token that increases from one holder to
+// the next; the guarded resource rejects writes with an older token.
+func ExampleWithFencing() {
+	c, _ := lock.New(lock.Options{Nodes: redisNodes()})
+	defer c.Close()
+	ctx := context.Background()
+	store := &storage{}
+
+	first := c.NewMutex("ledger", lock.WithFencing(lock.CounterTokens))
+	_ = first.Lock(ctx)
+	stale := first.Token() // imagine this holder stalls here, past its lease
+	_ = first.Unlock(ctx)
+
+	second := c.NewMutex("ledger", lock.WithFencing(lock.CounterTokens))
+	_ = second.Lock(ctx)
+	fmt.Println("second holder's token is newer:", second.Token() > stale)
+	fmt.Println(store.write(second.Token(), "second"))
+	_ = second.Unlock(ctx)
+
+	fmt.Println(store.write(stale, "first, after its stall") != nil)
+	// Output:
+	// second holder's token is newer: true
+	// <nil>
+	// true
+}

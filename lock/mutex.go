@@ -27,6 +27,7 @@ type Mutex struct {
 	keyErr  error // a bad name: every operation returns it
 	owner   string
 	holdCtx context.Context // when it ends, a held lock is released
+	fencing TokenMode       // 0: no fencing tokens
 
 	// opMu serializes this owner's operations against Redis: each carries
 	// the count it sets and a sequence number that must grow with it.
@@ -42,6 +43,7 @@ type Mutex struct {
 	isLost     bool
 	entry      *watchdog.Entry
 	stopHold   func() bool // stops the hold context's watch
+	token      int64       // the hold's fencing token
 }
 
 // MutexOption configures a Mutex.
@@ -206,6 +208,18 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool) 
 	if !a.acquired {
 		return false, a, a.err
 	}
+	var token int64
+	if m.fencing != 0 && op.Count == 1 {
+		var err error
+		if token, err = m.c.drawToken(ctx, m.key, m.fencing, a.fence, a.validUntil); err != nil {
+			// Without a token written to a quorum the hold cannot be handed out.
+			m.c.setBack(op, m.c.allNodes(), a.validUntil)
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return false, attempt{}, err
+		}
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -214,6 +228,7 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool) 
 		m.extend(a.validUntil)
 		return true, a, nil
 	}
+	m.token = token
 	m.startHold(lease, renewed, a.validUntil)
 	return true, a, nil
 }
@@ -265,6 +280,7 @@ func (m *Mutex) endHold() {
 		m.stopHold = nil
 	}
 	m.validUntil = time.Time{}
+	m.token = 0
 	m.isLost = false
 	m.lost = closedChan
 	m.c.track(m, false)
