@@ -70,7 +70,7 @@ func holdersOn(t *testing.T, n int, name string) []map[string]int64 {
 	out := make([]map[string]int64, n)
 	for i := range n {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		info, err := reentrant.NewNode(cluster.Nodes[i].Direct()).Inspect(ctx, key)
+		info, err := reentrant.NewNode(cluster.Nodes[i].Direct(), 0).Inspect(ctx, key)
 		cancel()
 		require.NoError(t, err, "inspect node %d", i)
 		out[i] = info.Holders

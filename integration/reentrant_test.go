@@ -18,7 +18,7 @@ import (
 // node's direct client for inspection.
 func singleNode(t *testing.T) (*reentrant.Node, *redis.Client) {
 	c := reset(t)
-	return reentrant.NewNode(c.Nodes[0].Link().Client()), c.Nodes[0].Direct()
+	return reentrant.NewNode(c.Nodes[0].Link().Client(), 0), c.Nodes[0].Direct()
 }
 
 func mustKey(t *testing.T, name string) reentrant.Key {

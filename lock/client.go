@@ -52,7 +52,7 @@ func New(opts Options) (*Client, error) {
 		held:   make(map[*Mutex]struct{}),
 	}
 	for _, n := range opts.Nodes {
-		c.nodes = append(c.nodes, reentrant.NewNode(n))
+		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
 		c.addrs = append(c.addrs, nodeAddr(n))
 	}
 	c.life, c.stop = context.WithCancel(context.Background())

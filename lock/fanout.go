@@ -13,35 +13,49 @@ type reply[T any] struct {
 	node  int
 	value T
 	err   error
+	// late is set when the node had not answered when fanOut returned: its
+	// call goes on in the background, and late.done closes when it ends.
+	late *outcome[T]
+}
+
+// outcome is the eventual result of one node call.
+type outcome[T any] struct {
+	done  chan struct{}
+	value T
+	err   error
 }
 
 // fanOut runs call on every node in parallel and collects the answers. Each
 // call is bounded by NodeTimeout here, not by trusting the go-redis client's
 // settings: a node that has not answered when the timeout passes (or when ctx
 // ends) gets ErrNodeTimeout (or ctx's error) and its call is left to finish
-// in the background. replies[i] is node i's answer.
+// in the background, observable through reply.late. replies[i] is node i's
+// answer.
 func fanOut[T any](c *Client, ctx context.Context, call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
 	n := len(c.nodes)
-	done := make(chan reply[T], n) // buffered: a late call never blocks
+	outcomes := make([]*outcome[T], n)
+	finished := make(chan int, n) // buffered: a late call never blocks
 	callCtx, cancel := context.WithTimeout(ctx, c.opts.NodeTimeout)
 	for i, node := range c.nodes {
+		o := &outcome[T]{done: make(chan struct{})}
+		outcomes[i] = o
 		c.inflight.Add(1)
 		go func() {
 			defer c.inflight.Done()
-			v, err := call(callCtx, node)
-			done <- reply[T]{node: i, value: v, err: err}
+			o.value, o.err = call(callCtx, node)
+			close(o.done)
+			finished <- i
 		}()
 	}
 
-	replies := make([]reply[T], n)
 	answered := make([]bool, n)
 	timer := time.NewTimer(c.opts.NodeTimeout)
 	defer timer.Stop()
 collect:
 	for got := 0; got < n; got++ {
 		select {
-		case r := <-done:
-			replies[r.node], answered[r.node] = r, true
+		case i := <-finished:
+			answered[i] = true
 		case <-timer.C:
 			break collect
 		case <-ctx.Done():
@@ -49,16 +63,23 @@ collect:
 		}
 	}
 	cancel()
-	for i := range replies {
-		replies[i].node = i
+
+	replies := make([]reply[T], n)
+	for i, o := range outcomes {
+		r := &replies[i]
+		r.node = i
 		switch {
-		case !answered[i] && ctx.Err() != nil:
-			replies[i].err = ctx.Err()
 		case !answered[i]:
-			replies[i].err = ErrNodeTimeout
-		case replies[i].err != nil && ctx.Err() == nil && errors.Is(replies[i].err, context.DeadlineExceeded):
-			// The per-node deadline, not the caller's.
-			replies[i].err = ErrNodeTimeout
+			r.late = o
+			r.err = ErrNodeTimeout
+			if ctx.Err() != nil {
+				r.err = ctx.Err()
+			}
+		default:
+			r.value, r.err = o.value, o.err
+			if r.err != nil && ctx.Err() == nil && errors.Is(r.err, context.DeadlineExceeded) {
+				r.err = ErrNodeTimeout // the per-node deadline, not the caller's
+			}
 		}
 	}
 	return replies

@@ -83,12 +83,7 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 	}
 	if len(retry) > 0 {
 		m.c.inBackground(func(bg context.Context) {
-			m.c.retryUntil(bg, retry, deadline, func(ctx context.Context, node int) error {
-				ctx, cancel := context.WithTimeout(ctx, m.c.opts.NodeTimeout)
-				defer cancel()
-				_, err := m.c.nodes[node].Release(ctx, op, releaseID(op))
-				return err
-			})
+			m.c.retryUntil(bg, retry, deadline, m.c.releaseCall(op))
 		})
 	}
 

@@ -23,13 +23,27 @@ import (
 	"github.com/relock-go/relock/lua"
 )
 
-// Node runs lock operations on one Redis server. It is safe for concurrent use.
+// Node runs lock operations on one Redis server. Calls made concurrently
+// share pipelined round trips. It is safe for concurrent use.
 type Node struct {
-	rdb redis.UniversalClient
+	rdb   redis.UniversalClient
+	calls *pipeliner
 }
 
+// DefaultCallTimeout bounds one round trip of a Node unless NewNode is told
+// otherwise.
+const DefaultCallTimeout = time.Second
+
 // NewNode returns a Node over rdb. The caller keeps ownership of rdb.
-func NewNode(rdb redis.UniversalClient) *Node { return &Node{rdb: rdb} }
+// callTimeout bounds each round trip, whichever caller's call started it
+// (DefaultCallTimeout when not positive); each call is also bounded by its
+// own ctx.
+func NewNode(rdb redis.UniversalClient, callTimeout time.Duration) *Node {
+	if callTimeout <= 0 {
+		callTimeout = DefaultCallTimeout
+	}
+	return &Node{rdb: rdb, calls: &pipeliner{rdb: rdb, timeout: callTimeout}}
+}
 
 // Client returns the go-redis client the node talks through.
 func (n *Node) Client() redis.UniversalClient { return n.rdb }
@@ -77,7 +91,7 @@ func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
 	if err := op.check(1); err != nil {
 		return Acquisition{}, err
 	}
-	reply, err := lua.Acquire.Run(ctx, n.rdb, []string{op.Key.Lock, op.Key.Fence},
+	reply, err := n.calls.run(ctx, lua.Acquire, []string{op.Key.Lock, op.Key.Fence},
 		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq).Int64Slice()
 	if err != nil {
 		return Acquisition{}, n.scriptError(op.Key, err)
@@ -124,7 +138,7 @@ func (n *Node) Release(ctx context.Context, op Op, releaseID string) (ReleaseRes
 	if err := op.check(0); err != nil {
 		return NotHeld, err
 	}
-	r, err := lua.Release.Run(ctx, n.rdb, []string{op.Key.Lock, op.Key.Channel},
+	r, err := n.calls.run(ctx, lua.Release, []string{op.Key.Lock, op.Key.Channel},
 		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID).Int64()
 	if err != nil {
 		return NotHeld, n.scriptError(op.Key, err)
@@ -139,7 +153,7 @@ func (n *Node) Renew(ctx context.Context, op Op) (bool, error) {
 	if err := op.check(1); err != nil {
 		return false, err
 	}
-	r, err := lua.Renew.Run(ctx, n.rdb, []string{op.Key.Lock}, renewArgs(op)...).Int64()
+	r, err := n.calls.run(ctx, lua.Renew, []string{op.Key.Lock}, renewArgs(op)...).Int64()
 	if err != nil {
 		return false, n.scriptError(op.Key, err)
 	}
@@ -163,7 +177,7 @@ type Info struct {
 
 // Inspect reads the lock's state without changing it.
 func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
-	reply, err := lua.Inspect.Run(ctx, n.rdb, []string{key.Lock, key.Fence}).Slice()
+	reply, err := n.calls.run(ctx, lua.Inspect, []string{key.Lock, key.Fence}).Slice()
 	if err != nil {
 		return Info{}, n.scriptError(key, err)
 	}
@@ -181,7 +195,7 @@ func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
 // ForceUnlock deletes the lock whoever holds it and publishes releaseID on
 // its channel. It reports whether there was a lock to delete.
 func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool, error) {
-	r, err := lua.ForceUnlock.Run(ctx, n.rdb, []string{key.Lock, key.Channel}, releaseID).Int64()
+	r, err := n.calls.run(ctx, lua.ForceUnlock, []string{key.Lock, key.Channel}, releaseID).Int64()
 	if err != nil {
 		return false, n.scriptError(key, err)
 	}
@@ -191,7 +205,7 @@ func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool
 // RaiseFence raises the lock's fencing counter to at least token and returns
 // the counter afterwards.
 func (n *Node) RaiseFence(ctx context.Context, key Key, token int64) (int64, error) {
-	r, err := lua.Fence.Run(ctx, n.rdb, []string{key.Fence}, token).Int64()
+	r, err := n.calls.run(ctx, lua.Fence, []string{key.Fence}, token).Int64()
 	if err != nil {
 		return 0, n.scriptError(key, err)
 	}

@@ -1,0 +1,150 @@
+package reentrant
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/lua"
+)
+
+// maxPipelines is how many pipelines one node keeps on the wire at once.
+// While they are out, new calls queue and leave together in the next one:
+// under load each round trip carries many scripts (go-redis does not
+// pipeline on its own), and a lone call still leaves at once.
+const maxPipelines = 4
+
+// pipeliner batches the script calls made concurrently on one node. It has
+// no goroutine of its own: a caller holding one of the maxPipelines "turns"
+// sends everything queued, then hands its turn to the oldest queued caller
+// (or gives it back when nothing is queued), so every caller sends at most
+// one batch and nobody waits behind a queue that never empties.
+type pipeliner struct {
+	rdb     redis.UniversalClient
+	timeout time.Duration // bounds each pipeline, whoever's call sends it
+
+	mu    sync.Mutex
+	queue []*call
+	turns int // turns in use: sending, or handed to a queued caller
+}
+
+// call is one script call waiting for its pipeline.
+type call struct {
+	script *lua.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+	done   chan struct{} // closed once cmd holds the reply
+	turn   chan struct{} // receives this caller's turn to send (buffer 1)
+	given  bool          // a turn was put in turn; guarded by pipeliner.mu
+}
+
+// run queues a script call and waits for its reply or for ctx to end. A call
+// whose ctx ends while still queued is never sent; one already sent may
+// still run on the node, as with any call whose reply is lost.
+func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, args ...any) *redis.Cmd {
+	c := &call{script: script, keys: keys, args: args, done: make(chan struct{}), turn: make(chan struct{}, 1)}
+	p.mu.Lock()
+	p.queue = append(p.queue, c)
+	if p.turns < maxPipelines {
+		p.turns++
+		p.give(c)
+	}
+	p.mu.Unlock()
+
+	for {
+		select {
+		case <-c.turn:
+			p.sendQueued()
+		case <-c.done:
+			p.passTurnIfHeld(c)
+			return c.cmd
+		case <-ctx.Done():
+			withdrawn := p.withdraw(c)
+			p.passTurnIfHeld(c)
+			if withdrawn {
+				cmd := redis.NewCmd(ctx)
+				cmd.SetErr(ctx.Err())
+				return cmd
+			}
+			<-c.done // on the wire already: the reply comes within p.timeout
+			return c.cmd
+		}
+	}
+}
+
+// passTurnIfHeld uses a turn handed to c after c stopped waiting for one.
+func (p *pipeliner) passTurnIfHeld(c *call) {
+	select {
+	case <-c.turn:
+		p.sendQueued()
+	default:
+	}
+}
+
+// sendQueued sends everything queued as one batch, then hands the turn on.
+func (p *pipeliner) sendQueued() {
+	p.mu.Lock()
+	batch := p.queue
+	p.queue = nil
+	p.mu.Unlock()
+	if len(batch) > 0 {
+		p.send(batch)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, next := range p.queue {
+		if !next.given {
+			p.give(next)
+			return
+		}
+	}
+	p.turns-- // nobody queued is without a turn
+}
+
+// give hands c a turn. The caller holds p.mu; c has had none, so the send
+// never blocks.
+func (p *pipeliner) give(c *call) {
+	c.given = true
+	c.turn <- struct{}{}
+}
+
+// withdraw takes a call that was not sent yet out of the queue.
+func (p *pipeliner) withdraw(c *call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := slices.Index(p.queue, c)
+	if i < 0 {
+		return false
+	}
+	p.queue = slices.Delete(p.queue, i, i+1)
+	return true
+}
+
+// send runs one batch: one round trip, plus a second one with the full
+// source for the calls a node answered NOSCRIPT to.
+func (p *pipeliner) send(batch []*call) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	if len(batch) == 1 {
+		c := batch[0]
+		c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
+		close(c.done)
+		return
+	}
+	_, _ = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for _, c := range batch {
+			c.cmd = c.script.RunSHA(ctx, pipe, c.keys, c.args...)
+		}
+		return nil
+	})
+	for _, c := range batch {
+		if lua.IsNoScript(c.cmd.Err()) {
+			c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
+		}
+		close(c.done)
+	}
+}
