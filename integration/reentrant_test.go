@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,4 +330,62 @@ func TestReentrantRejectsBadOps(t *testing.T) {
 	_, err := node.Release(ctx, reentrant.Op{Key: key, Owner: "c:a", Lease: time.Second, Count: -1}, "x")
 	require.ErrorIs(t, err, reentrant.ErrInvalidArgument)
 	require.Zero(t, direct.DBSize(ctx).Val(), "bad input changes nothing")
+}
+
+// roundTrips is a go-redis hook counting round trips: single commands and
+// whole pipelines.
+type roundTrips struct{ singles, pipelines, piped atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.singles.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.pipelines.Add(1)
+		h.piped.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+func TestReentrantConcurrentCallsSharePipelines(t *testing.T) {
+	c := reset(t)
+	rdb := c.Nodes[0].Link().NewClient()
+	hook := &roundTrips{}
+	rdb.AddHook(hook)
+	node := reentrant.NewNode(rdb, 0)
+	ctx := t.Context()
+
+	const goroutines, rounds = 64, 20
+	var wg sync.WaitGroup
+	var wrong atomic.Int64
+	for g := range goroutines {
+		wg.Go(func() {
+			key := mustKey(t, "piped:"+strconv.Itoa(g))
+			owner := "c:" + strconv.Itoa(g)
+			var seq int64
+			for range rounds {
+				a, err := node.Acquire(ctx, opFor(key, owner, 1, &seq))
+				if err != nil || !a.Acquired || a.Count != 1 {
+					wrong.Add(1)
+				}
+				r, err := node.Release(ctx, opFor(key, owner, 0, &seq), "x")
+				if err != nil || r != reentrant.Released {
+					wrong.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	calls := int64(goroutines * rounds * 2)
+	trips := hook.singles.Load() + hook.pipelines.Load()
+	t.Logf("%d script calls in %d round trips (%d pipelines carrying %d calls, %d single)",
+		calls, trips, hook.pipelines.Load(), hook.piped.Load(), hook.singles.Load())
+	require.Zero(t, wrong.Load(), "every call must get its own reply")
+	require.GreaterOrEqual(t, hook.singles.Load()+hook.piped.Load(), calls, "every call sent")
+	require.Less(t, trips, calls/2, "concurrent calls must share round trips")
+	require.Zero(t, c.Nodes[0].Direct().DBSize(ctx).Val())
 }

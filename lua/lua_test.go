@@ -1,0 +1,38 @@
+package lua_test
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/relock-go/relock/lua"
+)
+
+func TestScriptsAreEmbeddedWithTheirSHA(t *testing.T) {
+	for _, s := range []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect, lua.ForceUnlock, lua.Fence} {
+		if !strings.Contains(s.Source(), "KEYS[1]") {
+			t.Errorf("%s: source not embedded", s.Name())
+		}
+		sum := sha1.Sum([]byte(s.Source()))
+		if s.SHA() != hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: SHA %s does not match its source", s.Name(), s.SHA())
+		}
+		// Values travel in ARGV, never in the script text.
+		if strings.Contains(s.Source(), "..ARGV") || strings.Contains(s.Source(), "loadstring") {
+			t.Errorf("%s: builds code from arguments", s.Name())
+		}
+	}
+}
+
+func TestIsNoScript(t *testing.T) {
+	if !lua.IsNoScript(errors.New("NOSCRIPT No matching script. Please use EVAL.")) {
+		t.Error("NOSCRIPT reply not recognised")
+	}
+	for _, err := range []error{nil, errors.New("ERR something"), errors.New("WRONGTYPE string")} {
+		if lua.IsNoScript(err) {
+			t.Errorf("IsNoScript(%v) = true", err)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package reentrant_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+func TestNewKeyKeepsTheWholeNameInOneHashTag(t *testing.T) {
+	names := []string{"orders:42", "}", "{", "a}b", "%7D", "%", "line\nbreak", "ünï 🔒", strings.Repeat("z", 1024)}
+	seen := map[string]string{}
+	for _, name := range names {
+		k, err := reentrant.NewKey("", name)
+		if err != nil {
+			t.Fatalf("NewKey(%q): %v", name, err)
+		}
+		// Redis hashes the text between the first '{' and the first '}'
+		// after it: that must be the whole escaped name, for every key.
+		for _, key := range []string{k.Lock, k.Channel, k.Fence} {
+			open := strings.IndexByte(key, '{')
+			end := open + strings.IndexByte(key[open:], '}')
+			if tag := key[open+1 : end]; strings.Contains(tag, "}") || tag != strings.TrimSuffix(strings.TrimPrefix(k.Lock, "relock:{"), "}") {
+				t.Errorf("name %q: key %q has tag %q", name, key, tag)
+			}
+		}
+		if prev, dup := seen[k.Lock]; dup {
+			t.Errorf("names %q and %q share key %q", prev, name, k.Lock)
+		}
+		seen[k.Lock] = name
+	}
+}
+
+func TestNewKeyNames(t *testing.T) {
+	k, err := reentrant.NewKey("app", "orders:42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := reentrant.Key{Name: "orders:42", Lock: "app:{orders:42}", Channel: "app:{orders:42}:released", Fence: "app:{orders:42}:fence"}
+	if k != want {
+		t.Fatalf("NewKey = %+v; want %+v", k, want)
+	}
+	if _, err := reentrant.NewKey("", ""); !errors.Is(err, reentrant.ErrInvalidArgument) {
+		t.Fatalf("empty name: %v; want ErrInvalidArgument", err)
+	}
+}
+
+func TestWrongTypeErrorNamesTheKey(t *testing.T) {
+	err := error(&reentrant.WrongTypeError{Key: "relock:{x}", Type: "string"})
+	if !errors.Is(err, reentrant.ErrWrongType) {
+		t.Fatal("errors.Is(WrongTypeError, ErrWrongType) = false")
+	}
+	if !strings.Contains(err.Error(), `"relock:{x}"`) || !strings.Contains(err.Error(), "string") {
+		t.Fatalf("message %q lacks the key or its type", err)
+	}
+}
