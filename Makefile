@@ -24,7 +24,7 @@ sweep:
 
 test: image
 	bash scripts/sweep.sh
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m ./...
+	bash scripts/test.sh
 
 demo: image
 	$(TEST_ENV) $(GO) run ./cmd/relock-demo
@@ -36,5 +36,9 @@ fmt-check:
 	@out="$$(gofmt -l .)"; \
 	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; fi
 
+# Side by side with go-redsync/redsync, bsm/redislock and rueidislock on three
+# Redis masters in containers (integration/peers is its own module, so the
+# library never depends on the peers). About 4 minutes; pass flags with
+# BENCH_FLAGS, e.g. make bench BENCH_FLAGS='-quick' or BENCH_FLAGS='-out bench.md'.
 bench: image
-	$(TEST_ENV) $(GO) test -run '^$$' -bench . -benchtime 3s ./integration/...
+	cd integration/peers && $(TEST_ENV) $(GO) run ./cmd/relock-bench $(BENCH_FLAGS)
