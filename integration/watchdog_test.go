@@ -277,3 +277,71 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	goleak.VerifyNone(t, ignore)
 	requireFree(t, 3, "leak-held", time.Second)
 }
+
+// TestRenewalRepairsANodeThatLostTheLock: a node that lost the lock (it
+// restarted empty; here: flushed) gets it back at the next renewal while a
+// quorum still holds it.
+func TestRenewalRepairsANodeThatLostTheLock(t *testing.T) {
+	reset(t)
+	c := shortLeaseClient(t, 3)
+	ctx := ctxFor(t, 10*time.Second)
+	m := c.NewMutex("repaired")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, cluster.Nodes[2].Direct().FlushAll(ctx).Err())
+	require.Empty(t, holdersOn(t, 3, "repaired")[2])
+	waitUntil(t, shortLease, "node 2 not repaired", func() bool {
+		return holdersOn(t, 3, "repaired")[2][m.Owner()] == 2
+	})
+	select {
+	case <-m.Lost():
+		t.Fatal("a minority losing the lock is not a loss")
+	default:
+	}
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, m.Unlock(ctx))
+	requireFree(t, 3, "repaired", time.Second)
+}
+
+// TestRenewalSurvivesABlip: a majority unreachable for less than the time
+// left on the lease delays renewal but does not lose the lock.
+func TestRenewalSurvivesABlip(t *testing.T) {
+	c := reset(t)
+	require.NoError(t, c.Warm(t.Context()))
+	lc := shortLeaseClient(t, 3)
+	ctx := ctxFor(t, 10*time.Second)
+	m := lc.NewMutex("blip")
+	require.NoError(t, m.Lock(ctx))
+	time.Sleep(shortLease / 3) // a renewal is due about now
+	require.NoError(t, c.Nodes[0].Partition())
+	require.NoError(t, c.Nodes[1].Partition())
+	time.Sleep(shortLease / 3)
+	require.NoError(t, c.Nodes[0].Heal())
+	require.NoError(t, c.Nodes[1].Heal())
+	time.Sleep(shortLease)
+	select {
+	case <-m.Lost():
+		t.Fatal("a blip shorter than the lease lost the lock")
+	default:
+	}
+	require.Greater(t, time.Until(m.ValidUntil()), shortLease/2, "renewal resumed after the blip")
+	require.NoError(t, m.Unlock(ctx))
+}
+
+// TestHolderWithoutTTLGivesBoundedRetries: a key written by someone else
+// without a TTL gives no lease to wait for; waiting degrades to jittered
+// retries, neither a hang nor a tight loop.
+func TestHolderWithoutTTLGivesBoundedRetries(t *testing.T) {
+	reset(t)
+	c := newLockClient(t, 1, lock.Options{RetryDelay: 20 * time.Millisecond})
+	ctx := ctxFor(t, 10*time.Second)
+	require.NoError(t, cluster.Nodes[0].Direct().HSet(ctx, "relock:{no-ttl}", "someone:else", 1).Err())
+	wait, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err := c.NewMutex("no-ttl").Lock(wait)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	attempts := c.Stats().Attempts
+	t.Logf("%d attempts in 500ms against a holder without TTL", attempts)
+	require.GreaterOrEqual(t, attempts, uint64(5), "it keeps retrying")
+	require.LessOrEqual(t, attempts, uint64(60), "but not in a tight loop")
+}
