@@ -9,14 +9,10 @@
 -- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it).
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local seqField = owner .. '/seq'
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
 
-local kind = redis.call('TYPE', key)['ok']
-if kind ~= 'none' and kind ~= 'hash' then
-  return redis.error_reply('WRONGTYPE ' .. kind)
-end
-if kind == 'hash' then
+if lockKind(key) == 'hash' then
+  local seqField = owner .. '/seq'
   for _, field in ipairs(redis.call('HKEYS', key)) do
     if field ~= owner and field ~= seqField then
       return {0, redis.call('PTTL', key), fence}
@@ -24,11 +20,10 @@ if kind == 'hash' then
   end
   -- An operation that is not newer than the last one applied is a retry or a
   -- straggler: report the state without changing it.
-  local last = tonumber(redis.call('HGET', key, seqField) or '0')
-  if seq <= last then
+  if seq <= lastSeq(key, owner) then
     return {1, tonumber(redis.call('HGET', key, owner) or '0'), fence}
   end
 end
-redis.call('HSET', key, owner, count, seqField, seq)
+redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 redis.call('PEXPIRE', key, lease)
 return {1, count, fence}

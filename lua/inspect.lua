@@ -6,12 +6,8 @@
 -- the lock is free.
 local key = KEYS[1]
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
-local kind = redis.call('TYPE', key)['ok']
-if kind == 'none' then
+if lockKind(key) == 'none' then
   return {-2, fence}
-end
-if kind ~= 'hash' then
-  return redis.error_reply('WRONGTYPE ' .. kind)
 end
 local reply = {redis.call('PTTL', key), fence}
 local fields = redis.call('HGETALL', key)

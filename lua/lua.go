@@ -19,6 +19,8 @@ import (
 )
 
 var (
+	//go:embed prelude.lua
+	prelude string
 	//go:embed acquire.lua
 	acquireSource string
 	//go:embed release.lua
@@ -33,7 +35,8 @@ var (
 	fenceSource string
 )
 
-// The scripts. Each file documents its KEYS, ARGV and reply.
+// The scripts. Each file documents its KEYS, ARGV and reply; prelude.lua
+// holds the helpers they share.
 var (
 	// Acquire takes or re-enters a lock for one owner.
 	Acquire = New("acquire", acquireSource)
@@ -56,8 +59,11 @@ type Script struct {
 	sha    string
 }
 
-// New returns a script named name (used in errors and logs) with the given source.
+// New returns a script named name (used in errors and logs) whose body is
+// source, preceded by the helpers of prelude.lua that every relock script
+// may call.
 func New(name, source string) *Script {
+	source = prelude + "\n" + source
 	sum := sha1.Sum([]byte(source))
 	return &Script{name: name, source: source, sha: hex.EncodeToString(sum[:])}
 }

@@ -9,24 +9,15 @@
 -- 1 when it still holds it, 2 when the lock was released.
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local seqField = owner .. '/seq'
 
-local kind = redis.call('TYPE', key)['ok']
-if kind == 'none' then
+if lockKind(key) == 'none' or not holds(key, owner) then
   return 0
 end
-if kind ~= 'hash' then
-  return redis.error_reply('WRONGTYPE ' .. kind)
-end
-if redis.call('HEXISTS', key, owner) == 0 then
-  return 0
-end
-local last = tonumber(redis.call('HGET', key, seqField) or '0')
-if seq <= last then
-  return 1
+if seq <= lastSeq(key, owner) then
+  return 1 -- a retry or a straggler: a newer operation already applied
 end
 if count > 0 then
-  redis.call('HSET', key, owner, count, seqField, seq)
+  redis.call('HSET', key, owner, count, owner .. '/seq', seq)
   redis.call('PEXPIRE', key, lease)
   return 1
 end

@@ -217,7 +217,9 @@ func (n *Node) RaiseFence(ctx context.Context, key Key, token int64) (int64, err
 func (n *Node) scriptError(key Key, err error) error {
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "WRONGTYPE "); ok {
-		return &WrongTypeError{Key: key.Lock, Type: strings.TrimSpace(rest)}
+		// Redis may append where the error was raised: keep the type only.
+		kind, _, _ := strings.Cut(rest, " ")
+		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}
 	return err
 }
