@@ -80,19 +80,17 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		seen[id] = i
 	}
-	if o.NodeTimeout < 0 {
-		return o, invalid("NodeTimeout", fmt.Sprintf("%v is negative", o.NodeTimeout))
+	var err error
+	if o.NodeTimeout, err = durationOrDefault("NodeTimeout", o.NodeTimeout, DefaultNodeTimeout); err != nil {
+		return o, err
 	}
-	if o.NodeTimeout == 0 {
-		o.NodeTimeout = DefaultNodeTimeout
-	}
-	if o.Lease < 0 {
-		return o, invalid("Lease", fmt.Sprintf("%v is negative", o.Lease))
-	}
-	if o.Lease == 0 {
-		o.Lease = DefaultLease
+	if o.Lease, err = durationOrDefault("Lease", o.Lease, DefaultLease); err != nil {
+		return o, err
 	}
 	if err := checkLease("Lease", o.Lease, o.NodeTimeout); err != nil {
+		return o, err
+	}
+	if o.RetryDelay, err = durationOrDefault("RetryDelay", o.RetryDelay, DefaultRetryDelay); err != nil {
 		return o, err
 	}
 	if o.ClockDriftFactor < 0 || o.ClockDriftFactor >= 0.5 {
@@ -101,12 +99,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ClockDriftFactor == 0 {
 		o.ClockDriftFactor = DefaultClockDriftFactor
 	}
-	if o.RetryDelay < 0 {
-		return o, invalid("RetryDelay", fmt.Sprintf("%v is negative", o.RetryDelay))
-	}
-	if o.RetryDelay == 0 {
-		o.RetryDelay = DefaultRetryDelay
-	}
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = reentrant.DefaultPrefix
 	}
@@ -114,6 +106,18 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
+}
+
+// durationOrDefault rejects a negative duration option and replaces zero
+// with its default.
+func durationOrDefault(what string, d, def time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, invalid(what, fmt.Sprintf("%v is negative", d))
+	case d == 0:
+		return def, nil
+	}
+	return d, nil
 }
 
 // checkLease rejects a lease that is not positive or not well above the
