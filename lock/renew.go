@@ -28,7 +28,7 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 	outcomes := make([]watchdog.Outcome, len(ops))
 	for i, op := range ops {
 		if op.Count == 0 {
-			continue // released since the batch was taken
+			continue // not renewed this round; the watchdog retries shortly
 		}
 		held, notHeld := 0, 0
 		var repair []int
@@ -57,9 +57,19 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 	return outcomes
 }
 
-// renewOp is the renewal of the current hold, with a fresh sequence number:
-// an Unlock that runs meanwhile carries a newer one and wins.
+// renewOp is the renewal of the current hold, with a fresh sequence number,
+// or the zero Op (skip it this round) when the handle holds nothing or has
+// an operation on the wire. A renewal must not take its number while an
+// Unlock is in flight: arriving first, it would make that Unlock's older
+// number look stale, and the lock would stay held after Unlock returned.
+// Skipping is harmless: the operation in flight sets the lease itself, and
+// the watchdog retries shortly. An operation that starts after this one
+// takes a newer number and wins wherever the two meet.
 func (m *Mutex) renewOp() reentrant.Op {
+	if !m.opMu.TryLock() {
+		return reentrant.Op{}
+	}
+	defer m.opMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.count == 0 {
