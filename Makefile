@@ -38,7 +38,7 @@ fmt-check:
 
 # Side by side with go-redsync/redsync, bsm/redislock and rueidislock on three
 # Redis masters in containers (integration/peers is its own module, so the
-# library never depends on the peers). About 4 minutes; pass flags with
+# library never depends on the peers). About 3 minutes; pass flags with
 # BENCH_FLAGS, e.g. make bench BENCH_FLAGS='-quick' or BENCH_FLAGS='-out bench.md'.
 bench: image
 	cd integration/peers && $(TEST_ENV) $(GO) run ./cmd/relock-bench $(BENCH_FLAGS)

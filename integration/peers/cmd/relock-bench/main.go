@@ -1,0 +1,122 @@
+// Command relock-bench measures relock side by side with go-redsync/redsync,
+// bsm/redislock and rueidis' rueidislock on the same Redis masters, started
+// in containers by the integration fixture, and prints markdown tables with
+// the ratios of SPEC.md §10.
+//
+// Run it from integration/peers (or `make bench` from the repository root):
+//
+//	TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 \
+//	RELOCK_REDIS_IMAGE=relock/redis:7 go run ./cmd/relock-bench -out bench.md
+//
+// Flags: -duration per run (default 3s; the whole run takes about 3
+// minutes), -quick for a smoke run of about 20 seconds, -scenarios and
+// -libs to filter, -out to also write the tables to a file.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/relock-go/relock/integration/fixture"
+	"github.com/relock-go/relock/integration/peers"
+)
+
+// runTimeout bounds the whole command.
+const runTimeout = 20 * time.Minute
+
+func main() {
+	def := peers.DefaultConfig()
+	var (
+		duration  = flag.Duration("duration", def.Duration, "measured time of each run")
+		quick     = flag.Bool("quick", false, "smoke run: tiny durations and lock counts")
+		scenarios = flag.String("scenarios", "", "comma-separated scenarios to run (default all): "+strings.Join(peers.Scenarios, ","))
+		libs      = flag.String("libs", "", "comma-separated substrings of library names to run (default all)")
+		out       = flag.String("out", "", "also write the tables to this file")
+	)
+	flag.Parse()
+
+	cfg := def
+	if *quick {
+		cfg = peers.QuickConfig()
+	}
+	if isSet("duration") {
+		cfg.Duration = *duration
+	}
+	cfg.Scenarios = split(*scenarios)
+	for _, s := range cfg.Scenarios {
+		if !slices.Contains(peers.Scenarios, s) {
+			fatalf("unknown scenario %q (have %s)", s, strings.Join(peers.Scenarios, ","))
+		}
+	}
+	cfg.Libs = split(*libs)
+	cfg.Progress = os.Stderr
+
+	if err := run(cfg, *out); err != nil {
+		fatalf("%v", err)
+	}
+}
+
+func run(cfg peers.Config, out string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+
+	fmt.Fprintf(os.Stderr, "starting 3 Redis masters (%s)\n", fixture.Image())
+	cluster, err := fixture.Start(ctx, 3)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cluster.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "relock-bench: closing the cluster: %v\n", err)
+		}
+	}()
+
+	srv := peers.Servers{}
+	for _, n := range cluster.Nodes {
+		srv.Addrs = append(srv.Addrs, n.Addr())
+		srv.Admin = append(srv.Admin, n.Direct())
+	}
+	rep, err := peers.Run(ctx, cfg, srv)
+	if rep == nil {
+		return err
+	}
+	var buf bytes.Buffer
+	rep.Write(&buf)
+	os.Stdout.Write(buf.Bytes())
+	if out != "" {
+		if werr := os.WriteFile(out, buf.Bytes(), 0o644); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "relock-bench: "+format+"\n", args...)
+	os.Exit(1)
+}

@@ -1,0 +1,307 @@
+package peers
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// peerModules are the modules whose versions a report names.
+var peerModules = []string{
+	"github.com/go-redsync/redsync/v4",
+	"github.com/bsm/redislock",
+	"github.com/redis/rueidis",
+	"github.com/redis/go-redis/v9",
+}
+
+func peerVersions() []string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, want := range peerModules {
+		for _, d := range bi.Deps {
+			if d.Path == want {
+				v := d.Version
+				if d.Replace != nil {
+					v = d.Replace.Version
+				}
+				out = append(out, want+" "+v)
+			}
+		}
+	}
+	return out
+}
+
+// table writes a markdown table.
+type table struct {
+	head []string
+	rows [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer) {
+	line := func(cells []string) {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+	line(t.head)
+	sep := make([]string, len(t.head))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	line(sep)
+	for _, r := range t.rows {
+		line(r)
+	}
+	fmt.Fprintln(w)
+}
+
+// Write renders the report as markdown.
+func (r *Report) Write(w io.Writer) {
+	c := r.Config
+	fmt.Fprintf(w, "# relock side-by-side benchmark\n\n")
+	fmt.Fprintf(w, "Run %s, wall time %s. %s, %d CPUs, Redis %s in containers on loopback; clients use the nodes' direct addresses "+
+		"(no toxiproxy; Docker's published ports, so Docker's userland proxy is on every round trip).\n\n",
+		r.Start.Format(time.RFC3339), r.Wall.Round(time.Second), r.Env.GoVersion, r.Env.CPUs, r.Env.Redis)
+	fmt.Fprintf(w, "Load average (1/5/15 min) at start %s, at end %s.\n\n", r.Env.LoadStart, r.Env.LoadEnd)
+	if len(r.Env.Peers) > 0 {
+		fmt.Fprintf(w, "Peers: %s.\n\n", strings.Join(r.Env.Peers, ", "))
+	}
+	fmt.Fprintf(w, "Each run: %v warm-up (not measured) then %v measured, same clients; FLUSHALL before each library's run (before each scenario for the interleaved ones). "+
+		"go-redis clients: RESP2, no retries, pool sized to the goroutines. relock: default options. "+
+		"redsync: defaults (8 s expiry, 32 tries 50–250 ms apart) or 2 ms retry delay with tries to spare. "+
+		"redislock: 10 s TTL, linear 2 ms backoff. rueidislock: one key (KeyMajority 1), client-side-caching wake-ups, one auto-pipelined connection per Locker.\n\n",
+		c.Warmup, c.Duration)
+
+	if r.Ceiling != nil {
+		r.writeCeiling(w)
+	}
+	if len(r.Contended) > 0 {
+		r.writeContended(w)
+	}
+	rounds := func(refs []Dist) string {
+		s := fmt.Sprintf("Measured in %d rounds: each round gives every row, and sequential go-redis PINGs (to the first master, and to 3 masters in parallel), "+
+			"%v in turn, so that all share the machine's drifting load.", max(c.Rounds, 1), c.Duration/time.Duration(max(c.Rounds, 1)))
+		if len(refs) > 0 {
+			s += fmt.Sprintf(" PING in those rounds: p50 %s, p99 %s.", fmtDur(refs[0].P50()), fmtDur(refs[0].P99()))
+		}
+		if len(refs) > 1 {
+			s += fmt.Sprintf(" PING to 3 masters in parallel, until the last reply: p50 %s, p99 %s.", fmtDur(refs[1].P50()), fmtDur(refs[1].P99()))
+		}
+		return s + " Client CPU: this process's user+system time (getrusage) per cycle; allocs: heap allocations per cycle.\n\n"
+	}
+	if len(r.Uncontended) > 0 {
+		fmt.Fprintf(w, "## Uncontended throughput: %d goroutines, a key each, one shared client per library\n\n", c.Uncontended)
+		fmt.Fprint(w, rounds(r.UncontendedRefs))
+		writeLoad(w, r.Uncontended, true)
+	}
+	if len(r.Sequential) > 0 {
+		fmt.Fprintf(w, "## Sequential: one goroutine, lock then unlock\n\n")
+		fmt.Fprint(w, rounds(r.SequentialRefs))
+		writeLoad(w, r.Sequential, false)
+	}
+	if len(r.Watchdog) > 0 {
+		r.writeWatchdog(w)
+	}
+	r.writeSummary(w)
+	r.writeErrors(w)
+	if len(r.Failures) > 0 {
+		fmt.Fprintf(w, "## Runs that failed\n\n")
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "- %s\n", f)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func (r *Report) writeCeiling(w io.Writer) {
+	c := r.Ceiling
+	fmt.Fprintf(w, "## Ceiling (node %s, same run)\n\n", c.Addr)
+	t := table{head: []string{"measure", "result"}}
+	if c.PingErr != nil {
+		t.add("go-redis PING round trip, sequential", "error: "+c.PingErr.Error())
+	} else {
+		t.add("go-redis PING round trip, sequential", fmt.Sprintf("p50 %s, p99 %s (%d pings)", fmtDur(c.Ping.P50()), fmtDur(c.Ping.P99()), c.Ping.N()))
+	}
+	switch {
+	case c.FanOutErr != nil:
+		t.add("go-redis PING to 3 masters in parallel, until the last reply", "error: "+c.FanOutErr.Error())
+	case c.FanOut.N() > 0:
+		t.add("go-redis PING to 3 masters in parallel, until the last reply", fmt.Sprintf("p50 %s, p99 %s (%d rounds)", fmtDur(c.FanOut.P50()), fmtDur(c.FanOut.P99()), c.FanOut.N()))
+	}
+	label := fmt.Sprintf("go-redis EVALSHA (one SET PX), %d goroutines, no pipelining", r.Config.Uncontended)
+	switch {
+	case c.GoRedisErr != nil:
+		t.add(label, "error: "+c.GoRedisErr.Error())
+	case c.GoRedis != nil:
+		t.add(label, fmt.Sprintf("%s/s, p50 %s, p99 %s", fmtRate(c.GoRedis.PerSec()), fmtDur(c.GoRedis.Lat.P50()), fmtDur(c.GoRedis.Lat.P99())))
+	}
+	for _, b := range c.Bench {
+		t.add(fmt.Sprintf("redis-benchmark EVALSHA (one SET PX), -c %d -P %d -n %d", b.Clients, b.Pipeline, b.Requests),
+			fmt.Sprintf("%s/s, p50 %s", fmtRate(b.PerSec), fmtDur(b.P50)))
+	}
+	if c.BenchErr != nil {
+		t.add("redis-benchmark EVALSHA", "not measured: "+c.BenchErr.Error())
+	}
+	t.write(w)
+}
+
+func (r *Report) writeContended(w io.Writer) {
+	c := r.Config
+	fmt.Fprintf(w, "## Contended hand-off: %d goroutines on one key, hold %v (time.Sleep), pause %v (time.Sleep)\n\n",
+		c.Contenders, c.Work, c.Pause)
+	fmt.Fprintf(w, "PING p50 before: sequential go-redis PINGs on the first master just before the run (the machine's load drifts). "+
+		"Hand-off: from the holder calling Unlock to another goroutine's Lock returning. "+
+		"Wake / final try split it at the moment the new holder's client sent its last script before Lock returned "+
+		"(go-redis clients only; with a shared client only relock, whose scripts carry the owner id). Re-acquired: share of acquisitions won by the goroutine that had just released. "+
+		"Lock wait: every acquisition, from calling Lock to its return (the hand-off columns only see acquisitions by another goroutine: "+
+		"a poller that mostly loses to the releaser shows a short hand-off but long waits). "+
+		"Round trips /cycle: go-redis commands plus pipelines of every client, per acquisition (rueidis: not hooked). "+
+		"PUBLISH /cycle: PUBLISH calls the nodes ran (also inside scripts), per acquisition, summed over the masters. "+
+		"Stuck: Lock waits longer than %v. Gave up: Lock calls that ended without the lock (library retry budget, or the %v wait bound) and were called again.\n\n",
+		stuckAfter, lockTimeout)
+	t := table{head: []string{"library", "masters", "clients", "PING p50 before", "hand-off p50", "hand-off p99", "wake p50", "final try p50",
+		"Unlock p50", "Lock wait p50", "Lock wait p99", "max wait", "cycles/s", "round trips /cycle", "PUBLISH /cycle", "re-acquired", "per goroutine min–max",
+		"stuck > 1 s", "gave up", "errors", "overlaps"}}
+	for _, x := range r.Contended {
+		lo, hi := spread(x.PerGoroutine)
+		errs := fmt.Sprint(x.Errors)
+		if x.FirstErr != nil {
+			errs += " (" + shorten(x.FirstErr.Error()) + ")"
+		}
+		trips := "–"
+		if x.RoundTrips > 0 {
+			trips = fmt.Sprintf("%.1f", x.RoundTrips)
+		}
+		t.add(x.Lib, fmt.Sprint(x.Nodes), x.Mode, fmtDur(x.Ping.P50()), fmtDur(x.Handoff.P50()), fmtDur(x.Handoff.P99()),
+			fmtDur(x.Wake.P50()), fmtDur(x.Acquire.P50()), fmtDur(x.Unlock.P50()), fmtDur(x.Wait.P50()), fmtDur(x.Wait.P99()), fmtDur(x.MaxWait),
+			fmtRate(x.CyclesPerSec()), trips, fmt.Sprintf("%.1f", x.Publishes), fmt.Sprintf("%.0f%%", 100*x.SelfShare()), fmt.Sprintf("%d–%d", lo, hi),
+			fmt.Sprint(x.Stuck), fmt.Sprint(x.GaveUp), errs, fmt.Sprint(x.Overlaps))
+	}
+	t.write(w)
+}
+
+func writeLoad(w io.Writer, runs []*Load, throughput bool) {
+	var t table
+	if throughput {
+		t.head = []string{"library", "masters", "cycles/s", "Lock p50", "Lock p99", "Unlock p50", "Unlock p99", "client CPU /cycle", "allocs /cycle", "errors"}
+	} else {
+		t.head = []string{"library", "masters", "Lock p50", "Lock p99", "Unlock p50", "Unlock p99", "lock+unlock p50", "lock+unlock p99", "client CPU /cycle", "allocs /cycle", "errors"}
+	}
+	for _, x := range runs {
+		errs := fmt.Sprint(x.Errors)
+		if x.FirstErr != nil {
+			errs += " (" + shorten(x.FirstErr.Error()) + ")"
+		}
+		if throughput {
+			t.add(x.Lib, fmt.Sprint(x.Nodes), fmtRate(x.CyclesPerSec()), fmtDur(x.LockLat.P50()), fmtDur(x.LockLat.P99()),
+				fmtDur(x.UnlockLat.P50()), fmtDur(x.UnlockLat.P99()), fmtDur(x.CPU), fmt.Sprintf("%.0f", x.Allocs), errs)
+		} else {
+			t.add(x.Lib, fmt.Sprint(x.Nodes), fmtDur(x.LockLat.P50()), fmtDur(x.LockLat.P99()),
+				fmtDur(x.UnlockLat.P50()), fmtDur(x.UnlockLat.P99()), fmtDur(x.Cycle.P50()), fmtDur(x.Cycle.P99()),
+				fmtDur(x.CPU), fmt.Sprintf("%.0f", x.Allocs), errs)
+		}
+	}
+	t.write(w)
+}
+
+func (r *Report) writeWatchdog(w io.Writer) {
+	c := r.Config
+	fmt.Fprintf(w, "## Watchdog renewal cost (relock): lease %v, renewed every %v, measured over %d renewal periods\n\n",
+		c.WatchdogLease, c.WatchdogLease/3, c.WatchdogTicks)
+	fmt.Fprintf(w, "Steady state: the window starts 1.5 renewal periods after the last lock was taken (after every lock's first renewal, "+
+		"which on a node that never ran the renew script also costs a NOSCRIPT round trip and the first batch sent again). "+
+		"Per tick = per renewal period. Round trips: go-redis commands sent alone plus pipelines, counted by a hook on the Client's go-redis clients. "+
+		"Scripts: EVAL/EVALSHA calls the node ran (INFO commandstats). CPU: this process (getrusage) and each Redis (INFO cpu). "+
+		"Heap per lock: HeapAlloc after GC while holding minus before the handles were made, divided by the locks (handles included). "+
+		"Locks taken by %d goroutines.\n\n", acquirers)
+	t := table{head: []string{"masters", "held locks", "take all", "round trips /tick/node", "scripts /tick/node", "renewals /lock/tick",
+		"client CPU /tick", "Redis CPU /tick/node", "goroutines idle → holding → after", "heap /lock", "lost", "errors"}}
+	for _, x := range r.Watchdog {
+		errs := fmt.Sprint(x.Errors)
+		if x.FirstErr != nil {
+			errs += " (" + shorten(x.FirstErr.Error()) + ")"
+		}
+		t.add(fmt.Sprint(x.Nodes), fmt.Sprint(x.Locks), fmtDur(x.Acquire),
+			joinFloats(x.RoundTrips), joinFloats(x.Scripts), fmt.Sprintf("%.2f", maxOf(x.Scripts)/float64(x.Locks)), fmtDur(x.ClientCPU), joinDurs(x.RedisCPU),
+			fmt.Sprintf("%d → %d → %d", x.GoroutinesIdle, x.GoroutinesHolding, x.GoroutinesAfter),
+			fmtBytes(x.HeapPerLock), fmt.Sprint(x.Lost), errs)
+	}
+	t.write(w)
+}
+
+func maxOf(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
+}
+
+func joinFloats(v []float64) string {
+	s := make([]string, len(v))
+	for i, f := range v {
+		s[i] = fmt.Sprintf("%.1f", f)
+	}
+	return strings.Join(s, " / ")
+}
+
+func joinDurs(v []time.Duration) string {
+	s := make([]string, len(v))
+	for i, d := range v {
+		s[i] = fmtDur(d)
+	}
+	return strings.Join(s, " / ")
+}
+
+func spread(v []int) (lo, hi int) {
+	for i, x := range v {
+		if i == 0 || x < lo {
+			lo = x
+		}
+		if i == 0 || x > hi {
+			hi = x
+		}
+	}
+	return lo, hi
+}
+
+func shorten(s string) string {
+	const keep = 80
+	s = strings.ReplaceAll(s, "|", "/")
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > keep {
+		s = s[:keep] + "…"
+	}
+	return s
+}
+
+// writeErrors lists the first error of every run that had some, in full.
+func (r *Report) writeErrors(w io.Writer) {
+	var lines []string
+	note := func(what string, n int, err error) {
+		if n > 0 && err != nil {
+			lines = append(lines, fmt.Sprintf("- %s: %d error(s), first: %s", what, n, strings.ReplaceAll(err.Error(), "\n", " ")))
+		}
+	}
+	for _, x := range r.Contended {
+		note(fmt.Sprintf("contended %s, %d master(s), %s clients", x.Lib, x.Nodes, x.Mode), x.Errors, x.FirstErr)
+	}
+	for _, x := range r.Uncontended {
+		note(fmt.Sprintf("uncontended %s, %d master(s)", x.Lib, x.Nodes), x.Errors, x.FirstErr)
+	}
+	for _, x := range r.Sequential {
+		note(fmt.Sprintf("sequential %s, %d master(s)", x.Lib, x.Nodes), x.Errors, x.FirstErr)
+	}
+	for _, x := range r.Watchdog {
+		note(fmt.Sprintf("watchdog %d locks, %d master(s)", x.Locks, x.Nodes), x.Errors, x.FirstErr)
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## Errors\n\n%s\n\n", strings.Join(lines, "\n"))
+}
