@@ -34,7 +34,7 @@ func (e *Entry) Extend(validUntil time.Time) {
 		return
 	}
 	e.validUntil = validUntil
-	e.timer.Reset(time.Until(validUntil))
+	e.timer.Reset(e.w.untilLoss(validUntil))
 }
 
 // Stop ends the watch: no more renewals, and no loss callback after Stop
@@ -57,7 +57,7 @@ func (e *Entry) Stop() bool {
 // can no longer be proven held.
 func (e *Entry) expire() {
 	e.w.mu.Lock()
-	if e.stopped || time.Now().Before(e.validUntil) {
+	if e.stopped || time.Now().Before(e.validUntil.Add(-e.w.opts.Early)) {
 		// Stopped, or extended after the timer fired but before we got here.
 		e.w.mu.Unlock()
 		return

@@ -39,6 +39,10 @@ type Options struct {
 	// MinRetry is the shortest delay before a failed renewal is retried.
 	// Default 10ms.
 	MinRetry time.Duration
+	// Early is how long before a lock's deadline its loss is reported, so
+	// that timer and scheduling latency never make the report late. Default
+	// 5ms.
+	Early time.Duration
 }
 
 // Watchdog renews leases. It is safe for concurrent use.
@@ -62,6 +66,9 @@ func New(renew RenewFunc, opts Options) *Watchdog {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 500
 	}
+	if opts.Early <= 0 {
+		opts.Early = 5 * time.Millisecond
+	}
 	if opts.MinRetry <= 0 {
 		opts.MinRetry = 10 * time.Millisecond
 	}
@@ -82,7 +89,7 @@ func New(renew RenewFunc, opts Options) *Watchdog {
 // Watch starts watching a lock valid until validUntil. When every > 0 the
 // lock is renewed every `every`; when every is 0 it is never renewed and only
 // its deadline is watched (a lock with an explicit lease). onLost is called
-// once, in its own goroutine, no later than the current deadline when the
+// once, in its own goroutine, Options.Early before the current deadline when the
 // lock can no longer be proven held; it is never called after Stop returns.
 // After Close, Watch returns an entry that is already stopped.
 func (w *Watchdog) Watch(value any, every time.Duration, validUntil time.Time, onLost func()) *Entry {
@@ -93,7 +100,7 @@ func (w *Watchdog) Watch(value any, every time.Duration, validUntil time.Time, o
 		e.stopped = true
 		return e
 	}
-	e.timer = time.AfterFunc(time.Until(validUntil), e.expire)
+	e.timer = time.AfterFunc(w.untilLoss(validUntil), e.expire)
 	w.all[e] = struct{}{}
 	if every > 0 {
 		e.due = time.Now().Add(every)
@@ -208,7 +215,7 @@ func (w *Watchdog) renewBatch(batch []*Entry) {
 			continue
 		case o.Renewed:
 			e.validUntil = o.ValidUntil
-			e.timer.Reset(time.Until(o.ValidUntil))
+			e.timer.Reset(w.untilLoss(o.ValidUntil))
 			e.due = now.Add(e.every)
 		default:
 			// Retry well before the deadline: one slow node or a blip must
@@ -222,4 +229,10 @@ func (w *Watchdog) renewBatch(batch []*Entry) {
 		e.timer.Stop()
 		go e.onLost()
 	}
+}
+
+// untilLoss is how long from now the loss of a lock valid until validUntil
+// is reported: Options.Early before the deadline.
+func (w *Watchdog) untilLoss(validUntil time.Time) time.Duration {
+	return time.Until(validUntil.Add(-w.opts.Early))
 }
