@@ -169,10 +169,10 @@ func blocking(ctx context.Context, _ *fixture.Cluster, a, b *lock.Client) error 
 	if err := holder.Lock(ctx); err != nil {
 		return err
 	}
-	var unlockedAt time.Time
+	unlocked := make(chan time.Time, 1)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		unlockedAt = time.Now()
+		unlocked <- time.Now() // the moment A calls Unlock
 		_ = holder.Unlock(ctx)
 	}()
 	start := time.Now()
@@ -181,6 +181,7 @@ func blocking(ctx context.Context, _ *fixture.Cluster, a, b *lock.Client) error 
 		return err
 	}
 	got := time.Now()
+	unlockedAt := <-unlocked
 	say("B waited %v and got the lock %v after A's Unlock (A's lease had 30s left)",
 		got.Sub(start).Round(time.Millisecond), got.Sub(unlockedAt).Round(100*time.Microsecond))
 	return waiter.Unlock(ctx)
