@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"time"
 
 	"github.com/relock-go/relock/reentrant"
@@ -77,12 +79,29 @@ collect:
 			}
 		default:
 			r.value, r.err = o.value, o.err
-			if r.err != nil && ctx.Err() == nil && errors.Is(r.err, context.DeadlineExceeded) {
-				r.err = ErrNodeTimeout // the per-node deadline, not the caller's
+			if ctx.Err() == nil {
+				r.err = asNodeTimeout(r.err)
 			}
 		}
 	}
 	return replies
+}
+
+// asNodeTimeout reports a node call that ran out of time as ErrNodeTimeout,
+// whichever deadline caught it first: the per-node ctx (never reported as
+// context.DeadlineExceeded, which belongs to the caller's ctx) or the
+// client's socket timeout (kept as the cause).
+func asNodeTimeout(err error) error {
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return ErrNodeTimeout
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("%w: %w", ErrNodeTimeout, err)
+	}
+	return err
 }
 
 // failures lists the nodes whose answer carries an error, for a QuorumError.

@@ -1,7 +1,10 @@
 package lock
 
 import (
+	"context"
 	"errors"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +65,23 @@ func TestQuorumErrorWrapsEveryNodeCause(t *testing.T) {
 		if !strings.Contains(msg, part) {
 			t.Errorf("message %q lacks %q", msg, part)
 		}
+	}
+}
+
+func TestNodeTimeoutsAreReportedAsSuch(t *testing.T) {
+	if err := asNodeTimeout(context.DeadlineExceeded); err != ErrNodeTimeout {
+		t.Errorf("per-node deadline: %v", err)
+	}
+	sock := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	err := asNodeTimeout(sock)
+	if !errors.Is(err, ErrNodeTimeout) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("socket timeout: %v", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a node timeout must not look like the caller's deadline: %v", err)
+	}
+	other := errors.New("ERR something")
+	if asNodeTimeout(other) != other {
+		t.Error("other errors must pass through")
 	}
 }
