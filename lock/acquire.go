@@ -138,20 +138,14 @@ func (c *Client) keepSettingBack(op reentrant.Op, nodes []int, deadline time.Tim
 	if len(nodes) == 0 {
 		return
 	}
-	undo := undoOf(op)
+	release := c.releaseCall(undoOf(op))
 	c.inBackground(func(ctx context.Context) {
-		backoff := 20 * time.Millisecond
-		for time.Now().Before(deadline) {
-			c.eachNode(ctx, nodes, c.releaseCall(undo))
-			t := time.NewTimer(min(jitter(backoff), time.Until(deadline)))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			backoff = min(2*backoff, time.Second)
+		again := func() bool {
+			c.eachNode(ctx, nodes, release)
+			return false // never done: only the deadline ends it
 		}
+		again()
+		c.everyBackoff(ctx, deadline, 20*time.Millisecond, time.Second, again)
 	})
 }
 

@@ -35,22 +35,32 @@ func (c *Client) eachNode(ctx context.Context, nodes []int, call func(context.Co
 }
 
 // retryUntil calls call on each node until it succeeds there, the deadline
-// passes, or ctx ends, backing off from 10ms to 500ms between rounds.
+// passes, or ctx ends.
 func (c *Client) retryUntil(ctx context.Context, nodes []int, deadline time.Time, call func(context.Context, int) error) {
-	backoff := 10 * time.Millisecond
-	for len(nodes) > 0 && time.Now().Before(deadline) {
-		t := time.NewTimer(jitter(backoff))
+	c.everyBackoff(ctx, deadline, 10*time.Millisecond, 500*time.Millisecond, func() bool {
+		nodes = c.eachNode(ctx, nodes, call)
+		return len(nodes) == 0
+	})
+	if len(nodes) > 0 {
+		c.opts.Logger.Debug("relock: gave up a background clean-up; the nodes' lease ends it", "nodes", nodes)
+	}
+}
+
+// everyBackoff runs round after a jittered delay that doubles from first up
+// to most, again and again, until round reports it is done, the deadline
+// passes, or ctx ends.
+func (c *Client) everyBackoff(ctx context.Context, deadline time.Time, first, most time.Duration, round func() (done bool)) {
+	for backoff := first; time.Now().Before(deadline); backoff = min(2*backoff, most) {
+		t := time.NewTimer(min(jitter(backoff), time.Until(deadline)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		nodes = c.eachNode(ctx, nodes, call)
-		backoff = min(2*backoff, 500*time.Millisecond)
-	}
-	if len(nodes) > 0 {
-		c.opts.Logger.Debug("relock: gave up a background clean-up; the nodes' lease ends it", "nodes", nodes)
+		if round() {
+			return
+		}
 	}
 }
 

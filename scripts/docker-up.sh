@@ -3,30 +3,16 @@
 # Debian's docker.io when dockerd is missing and starts dockerd in the
 # background (log: /tmp/dockerd.log), waiting up to 60 s for it to answer.
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if docker info >/dev/null 2>&1; then
 	exit 0
 fi
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		echo "docker-up: need root (or sudo) to run: $*" >&2
-		return 1
-	fi
-}
-
 if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
 	echo "docker-up: installing Debian's docker.io"
-	export DEBIAN_FRONTEND=noninteractive
-	if ! out="$(as_root apt-get update -qq 2>&1 && as_root apt-get install -y -qq --no-install-recommends docker.io 2>&1)"; then
-		echo "$out" >&2
-		echo "docker-up: could not install Debian's docker.io" >&2
-		exit 1
-	fi
+	apt_install docker.io
 fi
 
 echo "docker-up: starting dockerd (log: /tmp/dockerd.log)"

@@ -8,6 +8,8 @@
 # holding Debian's /usr/bin/redis-server, every shared library ldd lists for
 # it and the dynamic loader. It prints one line saying what it did.
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 image="${RELOCK_REDIS_IMAGE:-relock/redis:7}"
 server=/usr/bin/redis-server
@@ -23,24 +25,8 @@ if timeout 20 docker pull --quiet "$image" >/dev/null 2>&1; then
 	exit 0
 fi
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		echo "redis-image: need root (or sudo) to run: $*" >&2
-		return 1
-	fi
-}
-
 if [ ! -x "$server" ]; then
-	export DEBIAN_FRONTEND=noninteractive
-	if ! out="$(as_root apt-get update -qq 2>&1 && as_root apt-get install -y -qq --no-install-recommends redis-server 2>&1)"; then
-		echo "$out" >&2
-		echo "redis-image: could not install Debian's redis-server" >&2
-		exit 1
-	fi
+	apt_install redis-server
 fi
 if [ ! -x "$server" ]; then
 	echo "redis-image: $server is still missing after installing redis-server" >&2
