@@ -56,8 +56,7 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 
 	if wasLost {
 		// Clean whatever is left of ours, once, and keep the count balanced.
-		if target == 0 {
-			op.Count = 0
+		if target == 0 { // op already sets the count to 0
 			m.c.releaseOn(op, m.c.allNodes(), deadline)
 		}
 		m.settle(target, time.Time{})
