@@ -89,9 +89,9 @@ func TestFailingRenewalIsRetriedThenLostAtTheDeadline(t *testing.T) {
 	lostAt := make(chan time.Time, 1)
 	w.Watch("x", 100*time.Millisecond, deadline, func() { lostAt <- time.Now() })
 	at := <-lostAt
-	// Reported Early (5ms) before the deadline, give or take timer latency,
+	// Reported Early (20ms) before the deadline, give or take timer latency,
 	// and never after it.
-	require.False(t, at.Before(deadline.Add(-10*time.Millisecond)), "reported lost %v before the deadline", deadline.Sub(at))
+	require.False(t, at.Before(deadline.Add(-30*time.Millisecond)), "reported lost %v before the deadline", deadline.Sub(at))
 	require.True(t, at.Before(deadline), "loss reported %v after the deadline", at.Sub(deadline))
 	// After the first renewal at 100ms, failures are retried every 10ms.
 	require.Greater(t, len(r.calls()), 10, "failed renewals must be retried: %v", r.calls())
@@ -131,7 +131,7 @@ func TestUnrenewedEntryIsLostAtItsDeadlineUnlessExtended(t *testing.T) {
 	e := w.Watch("x", 0, deadline, func() { lostAt <- time.Now() })
 	e.Extend(deadline.Add(100 * time.Millisecond))
 	at := <-lostAt
-	require.False(t, at.Before(deadline.Add(90*time.Millisecond)), "the extension was ignored")
+	require.False(t, at.Before(deadline.Add(70*time.Millisecond)), "the extension was ignored")
 	require.Empty(t, r.calls(), "an entry with no interval is never renewed")
 }
 
