@@ -26,11 +26,16 @@ test: image
 	bash scripts/sweep.sh
 	bash scripts/test.sh
 
+# The demo lives in the integration module: it starts its Redis masters with
+# the same container fixture as the tests.
 demo: image
-	$(TEST_ENV) $(GO) run ./cmd/relock-demo
+	cd integration && $(TEST_ENV) $(GO) run ./cmd/relock-demo
+
+# Every module: the library, the integration tests, the peer benchmark.
+MODULES = . integration integration/peers
 
 vet:
-	$(GO) vet ./...
+	@for m in $(MODULES); do echo "go vet $$m/..."; (cd $$m && $(GO) vet ./...) || exit 1; done
 
 fmt-check:
 	@out="$$(gofmt -l .)"; \

@@ -6,8 +6,11 @@ import (
 	"github.com/relock-go/relock/pubsub"
 )
 
-// Stats counts what a Client has done since New. It is a snapshot; the
-// counters only grow.
+// Stats is a snapshot of a Client's activity. Attempts, Acquired, WokenByPub,
+// WokenByTTL, Renewals and Losses are counters that only grow from New on;
+// HeldNow and Sleeping are gauges of this moment, and so are
+// Subscription.Channels and Subscription.Waiters (the other Subscription
+// fields are counters).
 type Stats struct {
 	Attempts     uint64 // acquire attempts sent to the nodes
 	Acquired     uint64 // attempts that won the lock (first holds and re-entries)

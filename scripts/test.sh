@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs the whole test suite with -race against Redis in containers. Prints
-# each test's result, its log lines and any failure in full, but not the
-# "=== RUN" chatter nor passing subtests; the complete output is kept in
-# test-output.log. Exits with go test's status.
+# Runs the whole test suite with -race: the library module (unit tests, no
+# Docker) and then the integration module (against Redis in containers).
+# Prints each test's result, its log lines and any failure in full, but not
+# the "=== RUN" chatter nor passing subtests; the complete output is kept in
+# test-output.log. Extra arguments go to both go test runs. Ends with one
+# count over both modules and exits non-zero if either failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -11,13 +13,22 @@ export TESTCONTAINERS_RYUK_DISABLED=true
 # ports are then reached on the loopback, not the default gateway.
 export TESTCONTAINERS_HOST_OVERRIDE="${TESTCONTAINERS_HOST_OVERRIDE:-127.0.0.1}"
 
-set +e
-go test -race -count=1 -timeout 30m -v "$@" ./... 2>&1 | tee test-output.log |
-	grep --line-buffered -v -E '^=== (RUN|PAUSE|CONT|NAME)|^ +--- PASS'
-status=${PIPESTATUS[0]}
-set -e
-passed=$(grep -c -E '^--- PASS' test-output.log || true)
-failed=$(grep -c -E '^--- FAIL' test-output.log || true)
+log="$(pwd)/test-output.log"
+: >"$log"
+status=0
+for module in . integration; do
+	printf '\n--- module %s\n' "$module" | tee -a "$log"
+	set +e
+	(cd "$module" && go test -race -count=1 -timeout 30m -v "$@" ./...) 2>&1 | tee -a "$log" |
+		grep --line-buffered -v -E '^=== (RUN|PAUSE|CONT|NAME)|^ +--- PASS'
+	rc=${PIPESTATUS[0]}
+	set -e
+	if [ "$rc" -ne 0 ]; then
+		status=$rc
+	fi
+done
+passed=$(grep -c -E '^--- PASS' "$log" || true)
+failed=$(grep -c -E '^--- FAIL' "$log" || true)
 echo "full log: test-output.log"
 echo "tests: ${passed} passed, ${failed} failed"
 exit "$status"

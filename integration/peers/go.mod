@@ -1,6 +1,6 @@
 module github.com/relock-go/relock/integration/peers
 
-go 1.26.8
+go 1.26.0
 
 replace github.com/relock-go/relock => ../..
 
@@ -57,6 +57,7 @@ require (
 	github.com/prometheus/client_model v0.6.1 // indirect
 	github.com/prometheus/common v0.62.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
+	github.com/relock-go/relock/integration v0.0.0-00010101000000-000000000000
 	github.com/rs/xid v1.5.0 // indirect
 	github.com/rs/zerolog v1.33.0 // indirect
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
@@ -79,3 +80,5 @@ require (
 	google.golang.org/protobuf v1.36.1 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )
+
+replace github.com/relock-go/relock/integration => ..
