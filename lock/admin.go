@@ -8,6 +8,10 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
+// NoExpiry is the TTL of a lock whose holder key has no expiry: someone
+// other than relock wrote it, and it stays until deleted.
+const NoExpiry time.Duration = -1
+
 // NodeState is one node's view of a lock.
 type NodeState struct {
 	Node int            // index in Options.Nodes

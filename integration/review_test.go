@@ -1,0 +1,197 @@
+package integration_test
+
+// Regression tests for defects a review confirmed (issue 10): each failed
+// before its fix.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/lock"
+)
+
+// TestDoReleasesWhenFnPanics: a panicking fn, recovered by the caller (as
+// net/http does), must not leave the lock held and renewed until Close; the
+// panic reaches the caller unchanged.
+func TestDoReleasesWhenFnPanics(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		c := newLockClient(t, n, lock.Options{Lease: 3 * time.Second})
+		ctx := ctxFor(t, 10*time.Second)
+
+		recovered := func() (r any) {
+			defer func() { r = recover() }()
+			_ = c.Do(ctx, "do-panic", func(context.Context) error { panic("boom") })
+			return nil
+		}()
+		require.Equal(t, "boom", recovered, "Do must re-raise fn's panic")
+
+		locked, err := c.IsLocked(ctx, "do-panic")
+		require.NoError(t, err)
+		require.False(t, locked, "the lock outlived Do's panicking fn")
+		other := newLockClient(t, n, lock.Options{})
+		ok, err := other.NewMutex("do-panic").TryLock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok, "another owner must get the lock at once")
+	})
+}
+
+// TestUnlockAfterCloseReturnsErrClosed: Close released the hold; a later
+// Unlock says the Client is closed instead of sending anything.
+func TestUnlockAfterCloseReturnsErrClosed(t *testing.T) {
+	reset(t)
+	c := newLockClient(t, 3, lock.Options{})
+	ctx := ctxFor(t, 5*time.Second)
+	m := c.NewMutex("unlock-after-close")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, m.Unlock(ctx), lock.ErrClosed)
+	requireFree(t, 3, "unlock-after-close", time.Second)
+}
+
+// TestIsLockedNeedsOneOwnerOnAQuorum: nodes held by different owners are not
+// "some owner holds it on a quorum".
+func TestIsLockedNeedsOneOwnerOnAQuorum(t *testing.T) {
+	reset(t)
+	c := newLockClient(t, 3, lock.Options{})
+	ctx := ctxFor(t, 5*time.Second)
+	// Three owners, one node each: no owner has a quorum.
+	for i, owner := range []string{"a:1", "b:2", "c:3"} {
+		require.NoError(t, cluster.Nodes[i].Direct().HSet(ctx, "relock:{split}", owner, 1).Err())
+		require.NoError(t, cluster.Nodes[i].Direct().PExpire(ctx, "relock:{split}", 10*time.Second).Err())
+	}
+	locked, err := c.IsLocked(ctx, "split")
+	require.NoError(t, err)
+	require.False(t, locked, "no owner holds the lock on a quorum")
+	ttl, err := c.TTL(ctx, "split")
+	require.NoError(t, err)
+	require.Zero(t, ttl, "a lock no owner holds on a quorum has no TTL")
+
+	// The same owner on two nodes of three: held.
+	require.NoError(t, cluster.Nodes[1].Direct().HSet(ctx, "relock:{split}", "a:1", 1).Err())
+	require.NoError(t, cluster.Nodes[1].Direct().HDel(ctx, "relock:{split}", "b:2").Err())
+	locked, err = c.IsLocked(ctx, "split")
+	require.NoError(t, err)
+	require.True(t, locked)
+}
+
+// TestTTLReportsNoExpiry: a holder key without a TTL (written by someone
+// else) is reported as lock.NoExpiry, not as 0 (which means free).
+func TestTTLReportsNoExpiry(t *testing.T) {
+	reset(t)
+	c := newLockClient(t, 3, lock.Options{})
+	ctx := ctxFor(t, 5*time.Second)
+	for i := range 3 {
+		require.NoError(t, cluster.Nodes[i].Direct().HSet(ctx, "relock:{forever}", "someone:else", 1).Err())
+	}
+	ttl, err := c.TTL(ctx, "forever")
+	require.NoError(t, err)
+	require.Equal(t, lock.NoExpiry, ttl)
+	locked, err := c.IsLocked(ctx, "forever")
+	require.NoError(t, err)
+	require.True(t, locked)
+}
+
+// TestLockOnForeignDataFailsAtOnce: a key holding someone else's data is a
+// permanent failure; Lock must not retry it until ctx ends.
+func TestLockOnForeignDataFailsAtOnce(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		for i := range n {
+			require.NoError(t, cluster.Nodes[i].Direct().Set(context.Background(), "relock:{foreign}", "not a lock", 0).Err())
+		}
+		c := newLockClient(t, n, lock.Options{})
+		ctx := ctxFor(t, 10*time.Second)
+		start := time.Now()
+		err := c.NewMutex("foreign").Lock(ctx)
+		require.ErrorIs(t, err, lock.ErrWrongType)
+		require.NotErrorIs(t, err, context.DeadlineExceeded)
+		require.Less(t, time.Since(start), 5*time.Second, "Lock retried a permanent error")
+		require.LessOrEqual(t, c.Stats().Attempts, uint64(2), "a permanent error needs no retry")
+		ok, err := c.NewMutex("foreign").TryLock(ctx)
+		require.False(t, ok)
+		require.ErrorIs(t, err, lock.ErrWrongType)
+		for i := range n {
+			v, err := cluster.Nodes[i].Direct().Get(ctx, "relock:{foreign}").Result()
+			require.NoError(t, err)
+			require.Equal(t, "not a lock", v, "node %d: foreign data changed", i)
+		}
+	})
+}
+
+// TestCloseEndsWaitingLock: a Lock waiting behind another Client's holder
+// returns ErrClosed as soon as its own Client closes, and sends no more
+// attempts.
+func TestCloseEndsWaitingLock(t *testing.T) {
+	reset(t)
+	holderClient := newLockClient(t, 3, lock.Options{})
+	waiterClient := newLockClient(t, 3, lock.Options{RetryDelay: 10 * time.Millisecond})
+	ctx := ctxFor(t, 20*time.Second)
+	holder := holderClient.NewMutex("close-waiting")
+	require.NoError(t, holder.Lock(ctx))
+
+	done := make(chan error, 1)
+	go func() { done <- waiterClient.NewMutex("close-waiting").Lock(ctx) }()
+	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 5*time.Second, 5*time.Millisecond)
+
+	closedAt := time.Now()
+	require.NoError(t, waiterClient.Close())
+	attempts := waiterClient.Stats().Attempts
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, lock.ErrClosed)
+		require.Less(t, time.Since(closedAt), 2*time.Second)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiting Lock ignored Close")
+	}
+	time.Sleep(100 * time.Millisecond)
+	require.Equal(t, attempts, waiterClient.Stats().Attempts, "attempts sent after Close")
+	require.NoError(t, holder.Unlock(ctx))
+}
+
+// TestCloseRacingLockLeavesNoHold: Locks woken while Close runs either end
+// before Close takes stock (and Close releases their holds) or return
+// ErrClosed; none keeps a hold that Close did not release, and nothing is
+// left on any node.
+func TestCloseRacingLockLeavesNoHold(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	for round := range 5 {
+		holderClient := newLockClient(t, 3, lock.Options{})
+		waiterClient := newLockClient(t, 3, lock.Options{})
+		holder := holderClient.NewMutex("close-race")
+		require.NoError(t, holder.Lock(ctx))
+
+		const waiters = 4
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var won []*lock.Mutex
+		for range waiters {
+			wg.Go(func() {
+				m := waiterClient.NewMutex("close-race")
+				switch err := m.Lock(ctx); {
+				case err == nil:
+					mu.Lock()
+					won = append(won, m)
+					mu.Unlock()
+				case !errors.Is(err, lock.ErrClosed):
+					t.Errorf("round %d: Lock: %v", round, err)
+				}
+			})
+		}
+		require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == waiters }, 5*time.Second, 5*time.Millisecond)
+		// The release wakes a waiter while Close runs.
+		go func() { _ = holder.Unlock(ctx) }()
+		require.NoError(t, waiterClient.Close())
+		wg.Wait()
+		for _, m := range won {
+			require.Zero(t, m.HoldCount(), "round %d: a Lock won a hold that Close never released", round)
+		}
+		requireFree(t, 3, "close-race", 2*time.Second)
+	}
+}
