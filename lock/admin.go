@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -26,6 +27,10 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeState, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := c.begin(); err != nil {
+		return nil, err
+	}
+	defer c.end()
 	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (reentrant.Info, error) {
 		return n.Inspect(ctx, key)
 	})
@@ -36,31 +41,31 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeState, error) 
 	return states, nil
 }
 
-// IsLocked reports whether some owner holds the lock named name on a quorum
-// of the nodes. It returns a *QuorumError when fewer than a quorum answered.
+// IsLocked reports whether one owner holds the lock named name on a quorum
+// of the nodes (nodes held by different owners do not add up). It returns a
+// *QuorumError when fewer than a quorum answered.
 func (c *Client) IsLocked(ctx context.Context, name string) (bool, error) {
 	_, held, err := c.readQuorum(ctx, name)
 	return held, err
 }
 
-// TTL returns the remaining lease of the lock named name as a quorum sees it
-// (the quorum-th longest of the nodes' leases), or 0 when it is free.
+// TTL returns the remaining lease of the lock named name as a quorum sees it:
+// the quorum-th longest lease among the nodes where the owner that holds it
+// on a quorum does. It returns 0 when no owner holds it on a quorum, and
+// NoExpiry when a quorum's copies never expire (a key someone else wrote).
 func (c *Client) TTL(ctx context.Context, name string) (time.Duration, error) {
 	ttl, _, err := c.readQuorum(ctx, name)
 	return ttl, err
 }
 
-// readQuorum reads the lock on every node: held when a quorum has holders,
-// with the lease a quorum still covers.
+// readQuorum reads the lock on every node: held when one owner has it on a
+// quorum, with the lease a quorum of that owner's copies still covers.
 func (c *Client) readQuorum(ctx context.Context, name string) (time.Duration, bool, error) {
-	if c.isClosed() {
-		return 0, false, ErrClosed
-	}
 	states, err := c.Inspect(ctx, name)
 	if err != nil {
 		return 0, false, err
 	}
-	var ttls []time.Duration
+	ttls := make(map[string][]time.Duration) // owner → the leases of its copies
 	answered := 0
 	var failed []NodeError
 	for _, s := range states {
@@ -69,19 +74,30 @@ func (c *Client) readQuorum(ctx context.Context, name string) (time.Duration, bo
 			continue
 		}
 		answered++
-		if len(s.Info.Holders) > 0 {
-			ttls = append(ttls, s.Info.TTL)
+		ttl := s.Info.TTL
+		if ttl == NoExpiry {
+			ttl = math.MaxInt64 // sorts above every lease
+		}
+		for owner := range s.Info.Holders {
+			ttls[owner] = append(ttls[owner], ttl)
 		}
 	}
 	if answered < c.quorum {
 		return 0, false, &QuorumError{Op: "inspect", Needed: c.quorum, Agreed: answered, Nodes: failed}
 	}
-	if len(ttls) < c.quorum {
-		return 0, false, nil
+	for _, leases := range ttls {
+		if len(leases) < c.quorum {
+			continue
+		}
+		slices.Sort(leases)
+		slices.Reverse(leases)
+		ttl := leases[c.quorum-1]
+		if ttl == math.MaxInt64 {
+			return NoExpiry, true, nil
+		}
+		return max(ttl, 0), true, nil
 	}
-	slices.Sort(ttls)
-	slices.Reverse(ttls)
-	return max(ttls[c.quorum-1], 0), true, nil
+	return 0, false, nil
 }
 
 // ForceUnlock deletes the lock named name on every node, whoever holds it,
@@ -93,6 +109,10 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := c.begin(); err != nil {
+		return err
+	}
+	defer c.end()
 	id := "force/" + c.id + "/" + time.Now().Format(time.RFC3339Nano)
 	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (bool, error) {
 		return n.ForceUnlock(ctx, key, id)
@@ -105,8 +125,5 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 }
 
 func (c *Client) keyFor(name string) (reentrant.Key, error) {
-	if c.isClosed() {
-		return reentrant.Key{}, ErrClosed
-	}
 	return reentrant.NewKey(c.opts.KeyPrefix, name)
 }

@@ -31,6 +31,8 @@ type Client struct {
 	stop     context.CancelFunc
 	inflight sync.WaitGroup // node calls, including those fanOut gave up on
 	bg       sync.WaitGroup // background clean-ups
+	ops      sync.WaitGroup // callers' operations in progress (begin/end)
+	closing  chan struct{}  // closed when Close begins: waiting Locks give up
 
 	mu     sync.Mutex
 	closed bool
@@ -46,10 +48,11 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		opts:   opts,
-		id:     uuid.NewString(),
-		quorum: quorum(len(opts.Nodes)),
-		held:   make(map[*Mutex]struct{}),
+		opts:    opts,
+		id:      uuid.NewString(),
+		quorum:  quorum(len(opts.Nodes)),
+		held:    make(map[*Mutex]struct{}),
+		closing: make(chan struct{}),
 	}
 	for _, n := range opts.Nodes {
 		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
@@ -74,8 +77,11 @@ func (c *Client) Nodes() (n, quorum int) { return len(c.nodes), c.quorum }
 
 // Close releases every lock still held through this Client, stops renewing,
 // waits for background clean-ups and in-flight node calls, and makes every
-// later operation return ErrClosed. It does not close the go-redis clients.
-// It returns the errors of the releases, if any.
+// later operation return ErrClosed. Once Close has begun no operation
+// starts: a Lock waiting for the lock returns ErrClosed at once, and one
+// whose attempt wins while Close runs gives the hold back and returns
+// ErrClosed. It does not close the go-redis clients. It returns the errors
+// of the releases, if any.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -83,6 +89,13 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	close(c.closing)
+	c.mu.Unlock()
+
+	// Operations that began before Close end soon: waiting Locks see
+	// closing, and every node call is bounded.
+	c.ops.Wait()
+	c.mu.Lock()
 	held := make([]*Mutex, 0, len(c.held))
 	for m := range c.held {
 		held = append(held, m)
@@ -105,10 +118,32 @@ func (c *Client) Close() error {
 	return errors.Join(errs...)
 }
 
-func (c *Client) isClosed() bool {
+// begin registers an operation of a caller, so that Close waits for it, or
+// returns ErrClosed once Close has begun. Every begin that succeeds must be
+// followed by one end.
+func (c *Client) begin() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.closed
+	if c.closed {
+		return ErrClosed
+	}
+	// Under mu, and only while not closed: Close's ops.Wait, which runs
+	// after closed is set under mu, never races an Add.
+	c.ops.Add(1)
+	return nil
+}
+
+// end marks the end of an operation that begin registered.
+func (c *Client) end() { c.ops.Done() }
+
+// isClosing reports whether Close has begun.
+func (c *Client) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // track records that m holds a lock (or no longer does), so Close can

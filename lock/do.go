@@ -6,21 +6,32 @@ import (
 )
 
 // Do runs fn while holding the lock named name, with a fresh owner and the
-// Client's renewed lease, and releases the lock when fn returns.
+// Client's renewed lease, and releases the lock when fn returns or panics.
 //
 // Do waits for the lock as Lock does, bounded by ctx. fn's context ends when
 // ctx ends or when the lock is lost, whichever comes first; after a loss
 // context.Cause(fnCtx) is ErrLost, and Do's error wraps ErrLost. Otherwise
-// Do returns fn's error, joined with Unlock's if that failed.
-func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error) error {
+// Do returns fn's error, joined with Unlock's if that failed. If fn panics,
+// the lock is released and the panic goes on up to Do's caller.
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error) (err error) {
 	m := c.NewMutex(name)
 	if err := m.Lock(ctx); err != nil {
 		return err
 	}
 	fnCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	lost := m.Lost()
 	watchDone := make(chan struct{})
+	// Deferred, so that a panic in fn (recovered further up, as net/http
+	// does) does not leave the lock held and renewed until Close.
+	defer func() {
+		cancel(nil)
+		<-watchDone
+		unlockErr := m.Unlock(context.WithoutCancel(ctx))
+		if errors.Is(context.Cause(fnCtx), ErrLost) && !errors.Is(unlockErr, ErrLost) {
+			unlockErr = errors.Join(unlockErr, ErrLost)
+		}
+		err = errors.Join(err, unlockErr)
+	}()
+	lost := m.Lost()
 	go func() {
 		defer close(watchDone)
 		select {
@@ -29,13 +40,5 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 		case <-fnCtx.Done():
 		}
 	}()
-
-	err := fn(fnCtx)
-	cancel(nil)
-	<-watchDone
-	unlockErr := m.Unlock(context.WithoutCancel(ctx))
-	if errors.Is(context.Cause(fnCtx), ErrLost) && !errors.Is(unlockErr, ErrLost) {
-		unlockErr = errors.Join(unlockErr, ErrLost)
-	}
-	return errors.Join(err, unlockErr)
+	return fn(fnCtx)
 }

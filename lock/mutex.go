@@ -149,9 +149,13 @@ func (m *Mutex) TryLockFor(ctx context.Context, lease time.Duration) (bool, erro
 }
 
 func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait bool) (bool, error) {
-	if err := m.usable(); err != nil {
+	if m.keyErr != nil {
+		return false, m.keyErr
+	}
+	if err := m.c.begin(); err != nil {
 		return false, err
 	}
+	defer m.c.end()
 	if !renewed {
 		if err := checkLease("lease", lease, m.c.opts.NodeTimeout); err != nil {
 			return false, err
@@ -162,12 +166,25 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		lastFail error // the last quorum failure, reported with ctx's error
 	)
 	for {
+		if m.c.isClosing() {
+			w.close(false)
+			return false, ErrClosed
+		}
 		ok, a, err := m.attempt(ctx, lease, renewed)
 		var qe *QuorumError
 		switch {
+		case ok && m.c.isClosing():
+			// Won while Close runs: Close may already have taken stock of
+			// the holds to release, so give this one back here.
+			w.close(false)
+			_ = m.release(m.c.life, false)
+			return false, ErrClosed
 		case ok:
 			w.close(true)
 			return true, nil
+		case errors.As(err, &qe) && m.c.hopeless(qe):
+			w.close(false)
+			return false, err
 		case errors.As(err, &qe):
 			lastFail = err
 		case err != nil:
@@ -304,12 +321,15 @@ func (m *Mutex) markLost(lost chan struct{}) {
 	m.c.opts.Logger.Warn("relock: lock lost", "name", m.key.Name, "owner", m.owner)
 }
 
-func (m *Mutex) usable() error {
-	if m.keyErr != nil {
-		return m.keyErr
+// hopeless reports whether a failed quorum operation can never succeed by
+// retrying: so many nodes answered with a permanent error (the key holds
+// someone else's data) that no quorum is left to agree.
+func (c *Client) hopeless(qe *QuorumError) bool {
+	permanent := 0
+	for _, n := range qe.Nodes {
+		if errors.Is(n.Err, ErrWrongType) {
+			permanent++
+		}
 	}
-	if m.c.isClosed() {
-		return ErrClosed
-	}
-	return nil
+	return permanent > len(c.nodes)-c.quorum
 }

@@ -93,7 +93,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.RetryDelay, err = durationOrDefault("RetryDelay", o.RetryDelay, DefaultRetryDelay); err != nil {
 		return o, err
 	}
-	if o.ClockDriftFactor < 0 || o.ClockDriftFactor >= 0.5 {
+	// Written so that NaN, which compares false with everything, fails too.
+	if !(o.ClockDriftFactor >= 0 && o.ClockDriftFactor < 0.5) {
 		return o, invalid("ClockDriftFactor", fmt.Sprintf("%v is outside [0, 0.5)", o.ClockDriftFactor))
 	}
 	if o.ClockDriftFactor == 0 {

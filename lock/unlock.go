@@ -17,6 +17,9 @@ import (
 // a quorum confirmed: the count still goes down, and the nodes that did not
 // answer keep being retried in the background until the lease runs out.
 //
+// It returns ErrClosed, sending nothing, after Client.Close (which released
+// every hold).
+//
 // The release is sent even when ctx has already ended (a deferred Unlock
 // after a timeout must not leave the lock held); each node call is bounded
 // by Options.NodeTimeout.
@@ -24,6 +27,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if m.keyErr != nil {
 		return m.keyErr
 	}
+	if err := m.c.begin(); err != nil {
+		return err // Close released every hold already
+	}
+	defer m.c.end()
 	return m.release(context.WithoutCancel(ctx), false)
 }
 

@@ -19,7 +19,7 @@ type waiter struct {
 }
 
 // wait sleeps after the failed attempt a, or returns ctx's error (or
-// ErrClosed) when ctx ends first.
+// ErrClosed) when ctx ends (or the Client closes) first.
 func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt) error {
 	if !w.primed {
 		w.primed = true
@@ -46,6 +46,8 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-m.c.closing:
+		return ErrClosed
 	}
 }
 
