@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,5 +194,53 @@ func TestCloseRacingLockLeavesNoHold(t *testing.T) {
 			require.Zero(t, m.HoldCount(), "round %d: a Lock won a hold that Close never released", round)
 		}
 		requireFree(t, 3, "close-race", 2*time.Second)
+	}
+}
+
+// endsAtAttempt is a context for TestConsumedWakeIsPassedOn: once armed,
+// Err reports Canceled while Done stays open. That is the moment a real
+// deadline can hit: after a waiter took a release's wake, before its attempt
+// sends anything. (Done never closing keeps the waiter's sleep undisturbed.)
+type endsAtAttempt struct {
+	context.Context
+	armed atomic.Bool
+}
+
+func (c *endsAtAttempt) Err() error {
+	if c.armed.Load() {
+		return context.Canceled
+	}
+	return c.Context.Err()
+}
+
+// TestConsumedWakeIsPassedOn: a waiter that takes a release's wake and then
+// ends before its attempt sends anything hands the wake on, so the next
+// waiter gets the lock at once instead of sleeping the holder's lease.
+func TestConsumedWakeIsPassedOn(t *testing.T) {
+	reset(t)
+	holderClient := newLockClient(t, 3, lock.Options{})
+	waiterClient := newLockClient(t, 3, lock.Options{})
+	ctx := ctxFor(t, 60*time.Second)
+	holder := holderClient.NewMutex("pass-wake")
+	require.NoError(t, holder.Lock(ctx))
+
+	first := &endsAtAttempt{Context: ctx}
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- waiterClient.NewMutex("pass-wake").Lock(first) }()
+	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 5*time.Second, 5*time.Millisecond)
+	secondDone := make(chan error, 1)
+	go func() { secondDone <- waiterClient.NewMutex("pass-wake").Lock(ctx) }()
+	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 2 }, 5*time.Second, 5*time.Millisecond)
+
+	first.armed.Store(true) // the oldest waiter gets the wake and ends
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	require.ErrorIs(t, <-firstDone, context.Canceled)
+	select {
+	case err := <-secondDone:
+		require.NoError(t, err)
+		t.Logf("the second waiter got the lock %v after the release", time.Since(released))
+	case <-time.After(10 * time.Second): // the holder's lease was 30 s
+		t.Fatal("the wake the first waiter took was lost: the second waiter sleeps the holder's lease")
 	}
 }
