@@ -9,6 +9,7 @@ import (
 
 // attempt is the outcome of one quorum acquire.
 type attempt struct {
+	sent       bool // the attempt reached the network (false: ctx had ended)
 	acquired   bool
 	validUntil time.Time // when acquired
 	fence      int64     // the highest fencing counter among the nodes that answered
@@ -30,13 +31,13 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 		return attempt{err: err}
 	}
 	c.stats.attempts.Add(1)
+	a := attempt{sent: true}
 	start := time.Now()
 	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
 		return n.Acquire(ctx, op)
 	})
 	elapsed := time.Since(start)
 
-	var a attempt
 	agreed, refused := 0, 0
 	a.holderTTL = -1
 	for _, r := range replies {

@@ -167,7 +167,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 	)
 	for {
 		if m.c.isClosing() {
-			w.close(false)
+			w.giveUp(attempt{})
 			return false, ErrClosed
 		}
 		ok, a, err := m.attempt(ctx, lease, renewed)
@@ -176,30 +176,30 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		case ok && m.c.isClosing():
 			// Won while Close runs: Close may already have taken stock of
 			// the holds to release, so give this one back here.
-			w.close(false)
+			w.giveUp(a)
 			_ = m.release(m.c.life, false)
 			return false, ErrClosed
 		case ok:
 			w.close(true)
 			return true, nil
 		case errors.As(err, &qe) && m.c.hopeless(qe):
-			w.close(false)
+			w.giveUp(a)
 			return false, err
 		case errors.As(err, &qe):
 			lastFail = err
 		case err != nil:
-			w.close(false)
+			w.giveUp(a)
 			if ctx.Err() != nil && lastFail != nil {
 				err = errors.Join(err, lastFail)
 			}
 			return false, err
 		}
 		if !wait {
-			w.close(false)
+			w.giveUp(a)
 			return false, err
 		}
 		if werr := w.wait(ctx, m, a); werr != nil {
-			w.close(false)
+			w.close(false) // it slept: it consumed no wake
 			return false, errors.Join(werr, lastFail)
 		}
 	}

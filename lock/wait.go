@@ -16,6 +16,7 @@ import (
 type waiter struct {
 	sub    *pubsub.Waiter
 	primed bool
+	woken  bool // the last sleep ended with a release's wake
 }
 
 // wait sleeps after the failed attempt a, or returns ctx's error (or
@@ -33,12 +34,14 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt) error {
 		w.sub = sub
 		return nil
 	}
+	w.woken = false
 	t := time.NewTimer(sleepAfter(a, m.c.opts.RetryDelay))
 	defer t.Stop()
 	m.c.stats.sleeping.Add(1)
 	defer m.c.stats.sleeping.Add(-1)
 	select {
 	case <-w.sub.Wake():
+		w.woken = true
 		m.c.stats.wokenByPub.Add(1)
 		return nil
 	case <-t.C:
@@ -65,6 +68,17 @@ func (w *waiter) close(acquired bool) {
 		}
 	}
 	w.sub.Close()
+}
+
+// giveUp drops the subscription share of a Lock that ends without the
+// lock. When its last wake led to an attempt that never reached the nodes
+// (ctx ended in between), that release is still unclaimed: the wake goes to
+// the next waiter.
+func (w *waiter) giveUp(last attempt) {
+	if w.sub != nil && w.woken && !last.sent {
+		w.sub.GiveBack()
+	}
+	w.close(false)
 }
 
 // sleepAfter is how long to sleep after a failed attempt when no release

@@ -42,6 +42,12 @@ func (w *Waiter) Close() {
 	}
 }
 
+// GiveBack returns a wake that w consumed but could not use (the retry it
+// was for never reached the nodes), so that Close hands it to the next
+// waiter of the channel instead of losing the release it announced. Call it
+// just before Close.
+func (w *Waiter) GiveBack() { w.wakeUp() }
+
 // wakeUp gives w a wake unless one is already pending, and reports whether
 // it did.
 func (w *Waiter) wakeUp() bool {
