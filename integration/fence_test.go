@@ -35,7 +35,9 @@ func TestFencingTokensIncreaseAcrossMajorities(t *testing.T) {
 		last = token
 		require.NoError(t, lc.Close())
 	}
-	require.Equal(t, int64(10), last, "counter tokens are dense: one per holder")
+	// Not necessarily dense: a draw that timed out on a node may have
+	// raised its counter before the holder gave up and retried.
+	require.GreaterOrEqual(t, last, int64(10), "ten holders, ten increasing tokens")
 }
 
 // TestHybridTokensFollowTheClock: hybrid tokens are at least the wall clock

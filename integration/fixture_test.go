@@ -67,7 +67,7 @@ func TestFixtureStopRefusesAndStartAnswersAtSameAddr(t *testing.T) {
 	c := reset(t)
 	n := c.Nodes[0]
 	addr := n.Addr()
-	require.NoError(t, c.Warm(fxCtx(t, 5*time.Second)))
+	require.NoError(t, c.Warm(fxCtx(t, 30*time.Second)))
 
 	require.NoError(t, n.Stop(fxCtx(t, 10*time.Second)))
 	fxRequireRefused(t, n.Direct())
@@ -126,7 +126,7 @@ func TestFixtureRestartWithDelay(t *testing.T) {
 func TestFixturePauseTimesOutOldAndNewConnections(t *testing.T) {
 	c := reset(t)
 	n := c.Nodes[0]
-	require.NoError(t, c.Warm(fxCtx(t, 5*time.Second)))
+	require.NoError(t, c.Warm(fxCtx(t, 30*time.Second)))
 
 	require.NoError(t, n.Pause(fxCtx(t, 5*time.Second)))
 	fxRequireTimeout(t, "link client (warm connections)", func(ctx context.Context) error {
@@ -156,7 +156,7 @@ func TestFixturePauseTimesOutOldAndNewConnections(t *testing.T) {
 func TestFixturePartitionTimesOutAndHealAnswers(t *testing.T) {
 	c := reset(t)
 	n := c.Nodes[1]
-	require.NoError(t, c.Warm(fxCtx(t, 5*time.Second)))
+	require.NoError(t, c.Warm(fxCtx(t, 30*time.Second)))
 	// A connection held open across the fault: toxics apply to it too.
 	held := n.Link().Client().Conn()
 	defer held.Close()
@@ -178,13 +178,13 @@ func TestFixturePartitionTimesOutAndHealAnswers(t *testing.T) {
 	fxRequirePing(t, fresh)
 	// Every pooled connection of the link was closed by the heal; none of them
 	// may reach a command.
-	require.NoError(t, n.Link().Warm(fxCtx(t, 5*time.Second), fixture.WarmConns))
+	require.NoError(t, n.Link().Warm(fxCtx(t, 30*time.Second), fixture.WarmConns))
 }
 
 func TestFixtureDropRepliesRunsTheCommand(t *testing.T) {
 	c := reset(t)
 	n := c.Nodes[2]
-	require.NoError(t, c.Warm(fxCtx(t, 5*time.Second)))
+	require.NoError(t, c.Warm(fxCtx(t, 30*time.Second)))
 
 	require.NoError(t, n.DropReplies())
 	fxRequireTimeout(t, "SET through the link", func(ctx context.Context) error {
@@ -195,7 +195,7 @@ func TestFixtureDropRepliesRunsTheCommand(t *testing.T) {
 	require.Equal(t, "v", v, "the command ran on the node")
 
 	require.NoError(t, n.Heal())
-	require.NoError(t, n.Link().Warm(fxCtx(t, 5*time.Second), fixture.WarmConns))
+	require.NoError(t, n.Link().Warm(fxCtx(t, 30*time.Second), fixture.WarmConns))
 	v, err = n.Link().Client().Get(fxCtx(t, time.Second), "k").Result()
 	require.NoError(t, err)
 	require.Equal(t, "v", v)
@@ -204,7 +204,7 @@ func TestFixtureDropRepliesRunsTheCommand(t *testing.T) {
 func TestFixtureSlowDelaysReplies(t *testing.T) {
 	c := reset(t)
 	n := c.Nodes[0]
-	require.NoError(t, c.Warm(fxCtx(t, 5*time.Second)))
+	require.NoError(t, c.Warm(fxCtx(t, 30*time.Second)))
 	const latency = 100 * time.Millisecond
 
 	require.NoError(t, n.Slow(latency))
@@ -234,7 +234,7 @@ func TestFixtureNewLinksArePartitionedIndependently(t *testing.T) {
 		require.Same(t, c.Nodes[i], l.Node())
 		require.NotEqual(t, c.Nodes[i].Link().Addr(), l.Addr())
 	}
-	require.NoError(t, c.Warm(fxCtx(t, 5*time.Second)))
+	require.NoError(t, c.Warm(fxCtx(t, 30*time.Second)))
 
 	for _, l := range b {
 		require.NoError(t, l.Partition())
@@ -283,7 +283,7 @@ func TestFixtureNumGoroutineLeavesOutProxies(t *testing.T) {
 	require.NoError(t, err)
 	before, beforeAll := fixture.NumGoroutine(), runtime.NumGoroutine()
 	for _, l := range links {
-		require.NoError(t, l.Warm(fxCtx(t, 5*time.Second), fixture.WarmConns))
+		require.NoError(t, l.Warm(fxCtx(t, 30*time.Second), fixture.WarmConns))
 	}
 	after, afterAll := fixture.NumGoroutine(), runtime.NumGoroutine()
 	t.Logf("goroutines: all %d -> %d, without proxies %d -> %d", beforeAll, afterAll, before, after)
