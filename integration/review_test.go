@@ -6,13 +6,16 @@ package integration_test
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/integration/fixture"
 	"github.com/relock-go/relock/lock"
 )
 
@@ -242,5 +245,59 @@ func TestConsumedWakeIsPassedOn(t *testing.T) {
 		t.Logf("the second waiter got the lock %v after the release", time.Since(released))
 	case <-time.After(10 * time.Second): // the holder's lease was 30 s
 		t.Fatal("the wake the first waiter took was lost: the second waiter sleeps the holder's lease")
+	}
+}
+
+// TestLateSubscriptionConfirmationWakesWaiter: the Pub/Sub connection of a
+// cold Client opens slowly (TLS, a distant node), so Subscribe gives up
+// waiting for its confirmation; a release published before the subscription
+// exists is lost, and the confirmation that comes later must wake the waiter
+// to retry, instead of leaving it asleep for the holder's whole lease.
+func TestLateSubscriptionConfirmationWakesWaiter(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const dialDelay = 600 * time.Millisecond
+	var slowDials atomic.Bool
+	opts := fixture.ClientOptions(cluster.Nodes[0].Addr())
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if slowDials.Load() {
+			time.Sleep(dialDelay)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	// Command connections are open already; only the Pub/Sub one is new.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { require.NoError(t, rdb.Ping(ctx).Err()) })
+	}
+	wg.Wait()
+	slowDials.Store(true)
+
+	holderClient := newLockClient(t, 1, lock.Options{Lease: 3 * time.Second})
+	waiterClient := newLockClientOver(t, []redis.UniversalClient{rdb}, lock.Options{Lease: 3 * time.Second, NodeTimeout: 100 * time.Millisecond})
+	holder := holderClient.NewMutex("late-confirm")
+	require.NoError(t, holder.Lock(ctx))
+
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := waiterClient.NewMutex("late-confirm").Lock(ctx); err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- time.Now()
+	}()
+	// Asleep after the retry that decided to wait, while its Pub/Sub
+	// connection is still being dialled: the release is published unheard.
+	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 5*time.Second, time.Millisecond)
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	select {
+	case at := <-got:
+		t.Logf("the waiter got the lock %v after the release (dial delay %v, lease 3s)", at.Sub(released), dialDelay)
+		require.Less(t, at.Sub(released), 2*time.Second, "woken by the holder's lease running out, not by the release")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter never got the lock")
 	}
 }
