@@ -26,6 +26,11 @@ func pubsubChannel(t *testing.T, i int) string {
 func newPubSubBroker(t *testing.T, opts pubsub.Options) *pubsub.Broker {
 	t.Helper()
 	opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if opts.SubscribeTimeout == 0 {
+		// These tests count wakes, which needs every subscription
+		// confirmed before Subscribe returns, also on a loaded machine.
+		opts.SubscribeTimeout = 5 * time.Second
+	}
 	b := pubsub.NewBroker(cluster.Clients(), opts)
 	t.Cleanup(b.Close)
 	return b

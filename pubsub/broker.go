@@ -70,7 +70,9 @@ func NewBroker(nodes []redis.UniversalClient, opts Options) *Broker {
 // most Options.SubscribeTimeout in all; a node that is down or slow is not
 // waited for beyond that and its messages are missed until it answers again.
 // Even if no node confirmed, the Waiter is usable: it is woken when a node's
-// connection comes back, and callers bound their wait anyway.
+// confirmation comes after all (a release published before it was missed)
+// and when a node's connection comes back, and callers bound their wait
+// anyway.
 //
 // If ctx ends first, Subscribe returns ctx's error; if the Broker is closed,
 // ErrClosed. In both cases no share of the channel is left behind. The caller
@@ -87,7 +89,51 @@ func (b *Broker) Subscribe(ctx context.Context, channel string) (*Waiter, error)
 		w.Close()
 		return nil, err
 	}
+	b.noteLate(w, ready)
 	return w, nil
+}
+
+// noteLate records the nodes whose confirmation w's Subscribe did not wait
+// for, so that it arriving later wakes w (see confirmed).
+func (b *Broker) noteLate(w *Waiter, ready []<-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, r := range ready {
+		select {
+		case <-r:
+			continue // confirmed: closed before confirmed runs, so never missed
+		default:
+		}
+		if w.late == nil {
+			w.late = make([]<-chan struct{}, len(ready))
+		}
+		w.late[i] = r
+	}
+}
+
+// confirmed handles node's confirmation of channels. Where a waiter's
+// Subscribe had stopped waiting for it, a release published in between
+// reached no one: one waiter of the channel is woken to retry, as a release
+// would have woken one, rather than everyone sleeping out the holder's
+// lease.
+func (b *Broker) confirmed(node int, channels []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	for _, ch := range channels {
+		missed := false
+		for _, w := range b.reg.chans[ch] {
+			if w.late != nil && w.late[node] != nil {
+				w.late[node] = nil
+				missed = true
+			}
+		}
+		if missed {
+			b.dispatch(ch)
+		}
+	}
 }
 
 // join adds a waiter of channel and returns it with, per node, the channel

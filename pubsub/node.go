@@ -23,6 +23,9 @@ type nodeEvents interface {
 	// connectionChanged is called when the node's connection broke (lost)
 	// or came back after failing (!lost).
 	connectionChanged(node int, lost bool)
+	// confirmed is called when the node confirmed the subscription of
+	// channels, from the node's receive goroutine.
+	confirmed(node int, channels []string)
 }
 
 // node is one Redis node's shared Pub/Sub connection. Two goroutines own it:

@@ -94,8 +94,11 @@ func (n *node) handle(msg any) {
 	case *redis.Pong:
 		if seq, ok := parseBarrier(m.Payload); ok {
 			n.mu.Lock()
-			n.subs.confirm(seq)
+			confirmed := n.subs.confirm(seq)
 			n.mu.Unlock()
+			if len(confirmed) > 0 {
+				n.events.confirmed(n.index, confirmed)
+			}
 		}
 	case *redis.Subscription:
 		// Confirmation comes from barriers; see subTable.

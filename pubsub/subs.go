@@ -97,14 +97,17 @@ func (t *subTable) barrierFailed(seq uint64) {
 
 // confirm marks confirmed every channel waiting for barrier seq or an earlier
 // one: replies come in order, so the answer to PING seq proves all earlier
-// commands ran.
-func (t *subTable) confirm(seq uint64) {
-	for _, s := range t.want {
+// commands ran. It returns the channels it confirmed.
+func (t *subTable) confirm(seq uint64) []string {
+	var confirmed []string
+	for ch, s := range t.want {
 		if !s.confirmed && s.barrier != 0 && s.barrier <= seq {
 			s.confirmed = true
 			close(s.ready)
+			confirmed = append(confirmed, ch)
 		}
 	}
+	return confirmed
 }
 
 // invalidate records that the connection broke: nothing is known to be

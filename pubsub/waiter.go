@@ -7,6 +7,10 @@ type Waiter struct {
 	channel string
 	wake    chan struct{} // buffer 1: a pending wake never blocks the dispatcher
 	closed  bool          // guarded by b.mu
+	// late holds, per node, the confirmation Subscribe stopped waiting for
+	// (nil where the node had confirmed): when it comes, w is woken, since
+	// a release published before it was missed. Guarded by b.mu.
+	late []<-chan struct{}
 }
 
 func newWaiter(b *Broker, channel string) *Waiter {
