@@ -1,12 +1,35 @@
 -- acquire: take the lock for one owner, or re-enter it, setting the owner's hold
 -- count to an absolute value so that a retried call can never count a hold twice.
 --
--- KEYS[1] lock hash        KEYS[2] fencing counter
+-- KEYS[1] lock hash        KEYS[2] fencing counter   KEYS[3] the owner's tombstone
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
 --
--- Returns {1, count, fence} when the owner holds the lock afterwards, or
--- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it).
+-- Returns {1, count, fence} when the owner holds the lock afterwards,
+-- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it), or
+-- {2, -2, fence} when the lock is free but this call is stale: the owner's
+-- hold here was ended (released, undone or force-unlocked) by an operation
+-- numbered at or above this one. Nothing changes then, and -2 ("no key") is
+-- the honest PTTL: nobody holds the lock, so a waiter must not sleep on it.
+--
+-- Why the tombstone. A full release deletes the hash, and with it the field
+-- OWNER/seq that lets the branch below ignore stragglers. Without more, an
+-- acquire of the owner delayed in the network (a retransmitted packet, a
+-- call that went over another connection, a watchdog repair carrying the
+-- current count) that lands after the release finds a free key and creates
+-- the lock again, for a whole lease, held by an owner that has unlocked: no
+-- one else can take it on this node. So the release leaves the owner's last
+-- sequence number behind in a key of its own, KEYS[3], and a free key is only
+-- taken when this call is newer than it.
+--
+-- Why a separate key, and only for this owner: the lock hash keeps meaning
+-- "held" for inspect, IsLocked, TTL, a waiter's PTTL and any other tool; a
+-- tombstone inside it would make a free lock look held and would need its
+-- own expiry per field (Redis 7.0 has none). One string key per owner is
+-- read only by that owner's acquire, so another owner acquires at once, and
+-- each key expires on its own, so no structure grows while a busy lock is
+-- taken by ever new owners. The cost on the hot path is one GET, paid only
+-- when the key is free; a held key already carries OWNER/seq.
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -23,6 +46,8 @@ if lockKind(key) == 'hash' then
   if seq <= lastSeq(key, owner) then
     return {1, tonumber(redis.call('HGET', key, owner) or '0'), fence}
   end
+elseif seq <= buried(KEYS[3]) then
+  return {2, -2, fence}
 end
 redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 redis.call('PEXPIRE', key, lease)

@@ -22,3 +22,35 @@ end
 local function holds(key, owner)
   return redis.call('HEXISTS', key, owner) == 1
 end
+
+-- An owner's tombstone is a string key beside the lock (KEYS of the script
+-- that touches it, same {NAME} hash tag, so the same Cluster slot) holding
+-- the sequence number of the last operation that ended the owner's hold on
+-- this node. Operations of that owner numbered at or below it are delayed
+-- copies of calls the owner has already moved past: acquire refuses them.
+-- Other owners never read it. acquire.lua and release.lua explain where it
+-- lives and for how long.
+
+-- buried returns the sequence number kept in a tombstone (0 when there is
+-- none). Anything else there (another type, or a string that is not a
+-- number) is foreign data: the script stops with a WRONGTYPE error that says
+-- it was the tombstone, and changes nothing.
+local function buried(tomb)
+  local ok, value = pcall(redis.call, 'GET', tomb)
+  local seq = ok and tonumber(value or '0')
+  if not seq then
+    error(redis.error_reply('WRONGTYPE ' .. redis.call('TYPE', tomb)['ok'] .. ' tombstone'))
+  end
+  return seq
+end
+
+-- bury records in tomb that the owner's operations up to seq are over here,
+-- for at least ttl ms. It never lowers the number nor shortens the life of
+-- an existing tombstone: a release arriving late must not reopen the door
+-- that a newer one closed, nor cut short the cover an earlier hold with a
+-- longer lease still needs. The key always gets a TTL.
+local function bury(tomb, seq, ttl)
+  local last = buried(tomb)
+  local left = redis.call('PTTL', tomb)
+  redis.call('SET', tomb, math.max(last, seq), 'PX', math.max(left, ttl))
+end

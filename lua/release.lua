@@ -1,16 +1,44 @@
 -- release: bring the owner's hold count down to an absolute value; at zero the
 -- lock is deleted and one message is published on its release channel.
 --
--- KEYS[1] lock hash        KEYS[2] release channel
+-- KEYS[1] lock hash        KEYS[2] release channel   KEYS[3] the owner's tombstone
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number   ARGV[5] release id (the message payload)
 --
--- Returns 0 when the owner does not hold the lock here (nothing changes),
--- 1 when it still holds it, 2 when the lock was released.
+-- Returns 0 when the owner does not hold the lock here (nothing changes but
+-- the tombstone, see below), 1 when it still holds it, 2 when the lock was
+-- released.
+--
+-- Every release to count 0 buries the owner's sequence number in its
+-- tombstone (see acquire.lua for why): the full release that deletes the
+-- lock, and also one that finds nothing of the owner here. The second case
+-- is the undo of a failed attempt reaching a node before the acquire it
+-- undoes (or instead of it, when that acquire is still on the wire): with
+-- the tombstone, that acquire is refused whenever it lands, so one undo is
+-- enough where before only resending it until the lease ran out helped.
+-- A release to a count above 0 that finds nothing buries nothing: the owner
+-- still holds the lock, so an older acquire of its that lands here later
+-- merely repairs this node, and the owner's next release settles it.
+--
+-- How long a tombstone lives: the lease this release carries, or longer if
+-- the tombstone already had more left. Every operation of one hold carries
+-- that hold's lease L, and each was sent before this release, at some time
+-- s. The client treats an operation as live until s + L at most: the undo of
+-- a failed attempt is retried until then and no later, and validity never
+-- counts past it. The release lands after s, so a tombstone kept for L from
+-- now covers each such operation for at least as long as its sender would.
+-- A call delayed past that is outside the bounded-delay assumption Redlock
+-- already makes, and anything it creates dies with its own lease. Keeping
+-- the longer of the two TTLs matters when an earlier hold of the owner had
+-- a longer lease than this one. The TTL is always set, so no tombstone
+-- stays forever.
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
 if lockKind(key) == 'none' or not holds(key, owner) then
+  if count == 0 then
+    bury(KEYS[3], seq, lease)
+  end
   return 0
 end
 if seq <= lastSeq(key, owner) then
@@ -21,6 +49,9 @@ if count > 0 then
   redis.call('PEXPIRE', key, lease)
   return 1
 end
+-- Bury first: a foreign key in the tombstone's place stops the script
+-- before it has changed anything (Redis does not roll a script back).
+bury(KEYS[3], seq, lease)
 redis.call('DEL', key)
 redis.call('PUBLISH', KEYS[2], ARGV[5])
 return 2

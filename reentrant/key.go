@@ -19,7 +19,19 @@ type Key struct {
 	Channel string
 	// Fence is the fencing counter (a string key) used when tokens are requested.
 	Fence string
+	// Tombstones is the common beginning of the owners' tombstone keys; see
+	// Tombstone.
+	Tombstones string
 }
+
+// Tombstone returns the key where a node remembers, for a short while, the
+// sequence number of the operation that ended owner's hold, so that a
+// delayed acquire of that owner cannot bring a released lock back (see
+// lua/acquire.lua). It shares the lock's hash tag, so it lives in the same
+// Cluster slot; the owner comes after the tag, so any bytes in it are safe.
+// The lock hash itself stays free of it: a released lock still reads as
+// free everywhere.
+func (k Key) Tombstone(owner string) string { return k.Tombstones + owner }
 
 // tagEscaper keeps a name inside its hash tag: Redis ends a tag at the first
 // '}', so '}' is escaped, and so is the escape character itself so that two
@@ -36,5 +48,5 @@ func NewKey(prefix, name string) (Key, error) {
 		prefix = DefaultPrefix
 	}
 	base := prefix + ":{" + tagEscaper.Replace(name) + "}"
-	return Key{Name: name, Lock: base, Channel: base + ":released", Fence: base + ":fence"}, nil
+	return Key{Name: name, Lock: base, Channel: base + ":released", Fence: base + ":fence", Tombstones: base + ":gone:"}, nil
 }

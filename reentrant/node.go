@@ -78,28 +78,36 @@ type Acquisition struct {
 	// Count is the owner's hold count stored on the node (when Acquired).
 	Count int64
 	// HolderTTL is the remaining lease of the other owner (when not Acquired):
-	// -1 when that key has no expiry (written by someone else), -2 when it
-	// vanished before PTTL ran.
+	// -1 when that key has no expiry (written by someone else), -2 when there
+	// is no holder (it vanished before PTTL ran, or the call was Stale).
 	HolderTTL time.Duration
+	// Stale is true when the lock was free but the node refused the call as
+	// older than the operation that ended the owner's hold there (a release,
+	// the undo of a failed attempt, or a force-unlock): a delayed or
+	// retransmitted call that must not bring the lock back. Nothing changed;
+	// Acquired is false and HolderTTL is -2, so no one waits on it. A call
+	// the owner is still waiting for is never stale: each new operation
+	// takes a higher sequence number than any that ended a hold.
+	Stale bool
 	// Fence is the node's fencing counter (0 when never raised).
 	Fence int64
 }
 
 // Acquire takes the lock for op.Owner with hold count op.Count (≥ 1), or
-// reports the other owner holding it.
+// reports the other owner holding it, or reports the call Stale.
 func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
 	if err := op.check(1); err != nil {
 		return Acquisition{}, err
 	}
-	reply, err := n.calls.run(ctx, lua.Acquire, []string{op.Key.Lock, op.Key.Fence},
+	reply, err := n.calls.run(ctx, lua.Acquire, []string{op.Key.Lock, op.Key.Fence, op.Key.Tombstone(op.Owner)},
 		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq).Int64Slice()
 	if err != nil {
-		return Acquisition{}, n.scriptError(op.Key, err)
+		return Acquisition{}, n.opError(op, err)
 	}
-	if len(reply) != 3 {
+	if len(reply) != 3 || reply[0] < 0 || reply[0] > 2 {
 		return Acquisition{}, fmt.Errorf("relock: acquire: unexpected reply %v", reply)
 	}
-	a := Acquisition{Acquired: reply[0] == 1, Fence: reply[2]}
+	a := Acquisition{Acquired: reply[0] == 1, Stale: reply[0] == 2, Fence: reply[2]}
 	if a.Acquired {
 		a.Count = reply[1]
 	} else {
@@ -134,14 +142,20 @@ func (r ReleaseResult) String() string {
 
 // Release brings op.Owner's hold count down to op.Count (≥ 0). At zero the
 // lock is deleted and releaseID is published on the release channel, once.
+// A release to zero also leaves the owner's tombstone for op.Lease, even
+// where the owner held nothing (the undo of an attempt that has not landed
+// yet): the owner's older acquires are then refused as Stale.
 func (n *Node) Release(ctx context.Context, op Op, releaseID string) (ReleaseResult, error) {
 	if err := op.check(0); err != nil {
 		return NotHeld, err
 	}
-	r, err := n.calls.run(ctx, lua.Release, []string{op.Key.Lock, op.Key.Channel},
+	r, err := n.calls.run(ctx, lua.Release, []string{op.Key.Lock, op.Key.Channel, op.Key.Tombstone(op.Owner)},
 		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID).Int64()
 	if err != nil {
-		return NotHeld, n.scriptError(op.Key, err)
+		return NotHeld, n.opError(op, err)
+	}
+	if r < int64(NotHeld) || r > int64(Released) {
+		return NotHeld, fmt.Errorf("relock: release: unexpected reply %d", r)
 	}
 	return ReleaseResult(r), nil
 }
@@ -193,14 +207,44 @@ func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
 }
 
 // ForceUnlock deletes the lock whoever holds it and publishes releaseID on
-// its channel. It reports whether there was a lock to delete.
+// its channel. It reports whether there was a lock to delete. The owners it
+// evicts get tombstones, so a delayed acquire of theirs cannot bring the lock
+// back; this costs a read of the holders first (one more round trip, on an
+// operator's path only).
 func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool, error) {
-	r, err := n.calls.run(ctx, lua.ForceUnlock, []string{key.Lock, key.Channel}, releaseID).Int64()
-	if err != nil {
-		return false, n.scriptError(key, err)
+	for try := 1; ; try++ {
+		info, err := n.Inspect(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		if len(info.Holders) == 0 {
+			return false, nil
+		}
+		keys := []string{key.Lock, key.Channel}
+		// After a few reads that a busy lock outran, delete anyway: the
+		// holders named still get their tombstones.
+		strict := 1
+		if try >= forceUnlockTries {
+			strict = 0
+		}
+		args := []any{releaseID, strict}
+		for owner := range info.Holders {
+			keys = append(keys, key.Tombstone(owner))
+			args = append(args, owner)
+		}
+		r, err := n.calls.run(ctx, lua.ForceUnlock, keys, args...).Int64()
+		if err != nil {
+			return false, n.scriptError(key, err)
+		}
+		if r >= 0 {
+			return r == 1, nil
+		}
 	}
-	return r == 1, nil
 }
+
+// forceUnlockTries is how many times ForceUnlock reads the holders again
+// when they changed before its delete, before it deletes regardless.
+const forceUnlockTries = 3
 
 // RaiseFence raises the lock's fencing counter to at least token and returns
 // the counter afterwards.
@@ -222,6 +266,18 @@ func (n *Node) scriptError(key Key, err error) error {
 		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}
 	return err
+}
+
+// opError is scriptError for an operation of one owner: a WRONGTYPE raised
+// at the owner's tombstone (the script says so) names that key instead of the
+// lock's.
+func (n *Node) opError(op Op, err error) error {
+	if rest, ok := strings.CutPrefix(err.Error(), "WRONGTYPE "); ok {
+		if kind, where, _ := strings.Cut(rest, " "); strings.HasPrefix(where, "tombstone") {
+			return &WrongTypeError{Key: op.Key.Tombstone(op.Owner), Type: kind}
+		}
+	}
+	return n.scriptError(op.Key, err)
 }
 
 func pttl(ms int64) time.Duration {
