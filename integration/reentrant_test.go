@@ -387,5 +387,150 @@ func TestReentrantConcurrentCallsSharePipelines(t *testing.T) {
 	require.Zero(t, wrong.Load(), "every call must get its own reply")
 	require.GreaterOrEqual(t, hook.singles.Load()+hook.piped.Load(), calls, "every call sent")
 	require.Less(t, trips, calls/2, "concurrent calls must share round trips")
-	require.Zero(t, c.Nodes[0].Direct().DBSize(ctx).Val())
+	require.Empty(t, lockKeys(t, c.Nodes[0].Direct()), "only the owners' tombstones are left")
+}
+
+// The tombstone of an owner (lua/acquire.lua, lua/release.lua): what one
+// node remembers of an owner's hold after it ended.
+
+func TestReentrantUndoBeforeItsAcquireRefusesIt(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "undo-first")
+	acquire := reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 1, Seq: 1}
+	undo := acquire
+	undo.Count, undo.Seq = 0, 2
+
+	// The undo of a failed attempt overtakes the attempt's acquire.
+	r, err := node.Release(ctx, undo, "undo")
+	require.NoError(t, err)
+	require.Equal(t, reentrant.NotHeld, r)
+	require.Equal(t, "2", direct.Get(ctx, key.Tombstone("c:alice")).Val(), "the undo leaves a tombstone")
+	ttl := direct.PTTL(ctx, key.Tombstone("c:alice")).Val()
+	require.Greater(t, ttl, 9*time.Second)
+	require.LessOrEqual(t, ttl, 10*time.Second, "the tombstone lives for the lease the release carries")
+
+	a, err := node.Acquire(ctx, acquire) // lands late
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Acquisition{Stale: true, HolderTTL: -2}, a)
+	require.Zero(t, direct.Exists(ctx, key.Lock).Val(), "the late acquire creates nothing")
+
+	next := acquire
+	next.Seq = 3
+	a, err = node.Acquire(ctx, next)
+	require.NoError(t, err)
+	require.True(t, a.Acquired, "the owner's next attempt acquires at once")
+	require.False(t, a.Stale)
+}
+
+func TestReentrantTombstoneIsIgnoredByOtherOwners(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "tomb-other")
+	var seqA, seqB int64
+	_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seqA))
+	require.NoError(t, err)
+	r, err := node.Release(ctx, opFor(key, "c:alice", 0, &seqA), "rel")
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Released, r)
+
+	info, err := node.Inspect(ctx, key)
+	require.NoError(t, err)
+	require.Empty(t, info.Holders, "a tombstone is not a holder")
+	require.Equal(t, time.Duration(-2), info.TTL, "nor does it give the lock a TTL")
+
+	a, err := node.Acquire(ctx, opFor(key, "c:bob", 1, &seqB))
+	require.NoError(t, err)
+	require.True(t, a.Acquired, "bob does not see alice's tombstone")
+	require.Equal(t, map[string]string{"c:bob": "1", "c:bob/seq": "1"}, direct.HGetAll(ctx, key.Lock).Val())
+
+	// alice's straggler meets bob's lock: plain contention, with bob's TTL.
+	a, err = node.Acquire(ctx, reentrant.Op{Key: key, Owner: "c:alice", Lease: time.Second, Count: 1, Seq: 1})
+	require.NoError(t, err)
+	require.False(t, a.Acquired)
+	require.False(t, a.Stale)
+	require.Greater(t, a.HolderTTL, 9*time.Second)
+}
+
+func TestReentrantTombstoneNeverGoesBack(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "tomb-monotonic")
+	tomb := key.Tombstone("c:alice")
+	release := func(seq int64, lease time.Duration) {
+		t.Helper()
+		_, err := node.Release(ctx, reentrant.Op{Key: key, Owner: "c:alice", Lease: lease, Count: 0, Seq: seq}, "x")
+		require.NoError(t, err)
+	}
+	release(5, 10*time.Second)
+	release(3, time.Second) // an older undo arriving late
+	require.Equal(t, "5", direct.Get(ctx, tomb).Val(), "the number never goes down")
+	require.Greater(t, direct.PTTL(ctx, tomb).Val(), 9*time.Second, "nor the life gets shorter")
+	release(7, 20*time.Second)
+	require.Equal(t, "7", direct.Get(ctx, tomb).Val())
+	require.Greater(t, direct.PTTL(ctx, tomb).Val(), 19*time.Second)
+
+	// A release to a count above zero where the owner holds nothing buries
+	// nothing: the owner still holds the lock elsewhere.
+	_, err := node.Release(ctx, reentrant.Op{Key: key, Owner: "c:carol", Lease: time.Second, Count: 1, Seq: 9}, "x")
+	require.NoError(t, err)
+	require.Zero(t, direct.Exists(ctx, key.Tombstone("c:carol")).Val())
+}
+
+func TestReentrantForceUnlockBuriesTheEvictedOwner(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "tomb-forced")
+	var seq int64
+	for count := int64(1); count <= 2; count++ {
+		_, err := node.Acquire(ctx, opFor(key, "c:alice", count, &seq))
+		require.NoError(t, err)
+	}
+	require.NoError(t, direct.PExpire(ctx, key.Lock, 5*time.Second).Err())
+
+	// A holder the caller does not name makes the strict script refuse.
+	refused, err := lua.ForceUnlock.Run(ctx, direct, []string{key.Lock, key.Channel}, "id", 1).Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), refused)
+	require.Equal(t, "2", direct.HGet(ctx, key.Lock, "c:alice").Val(), "a refused force-unlock changes nothing")
+
+	deleted, err := node.ForceUnlock(ctx, key, "force")
+	require.NoError(t, err)
+	require.True(t, deleted)
+	tomb := key.Tombstone("c:alice")
+	require.Equal(t, strconv.FormatInt(seq, 10), direct.Get(ctx, tomb).Val(), "the owner's last applied number")
+	ttl := direct.PTTL(ctx, tomb).Val()
+	require.Greater(t, ttl, time.Duration(0))
+	require.LessOrEqual(t, ttl, 5*time.Second, "as long as the lock had left")
+
+	a, err := node.Acquire(ctx, reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 2, Seq: seq})
+	require.NoError(t, err)
+	require.True(t, a.Stale, "the evicted owner's late acquire is refused")
+	a, err = node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
+	require.NoError(t, err)
+	require.True(t, a.Acquired, "its next one is not")
+
+	deleted, err = node.ForceUnlock(ctx, mustKey(t, "tomb-forced-none"), "force")
+	require.NoError(t, err)
+	require.False(t, deleted)
+}
+
+func TestReentrantForeignDataAtATombstoneIsAnError(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "tomb-foreign")
+	tomb := key.Tombstone("c:alice")
+	require.NoError(t, direct.HSet(ctx, tomb, "someone", "else").Err())
+	var seq int64
+
+	_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
+	var wt *reentrant.WrongTypeError
+	require.ErrorAs(t, err, &wt)
+	require.Equal(t, tomb, wt.Key, "the error names the tombstone")
+	require.Equal(t, "hash", wt.Type)
+	_, err = node.Release(ctx, opFor(key, "c:alice", 0, &seq), "x")
+	require.ErrorAs(t, err, &wt)
+	require.Equal(t, tomb, wt.Key)
+	require.Equal(t, map[string]string{"someone": "else"}, direct.HGetAll(ctx, tomb).Val(), "left untouched")
+	require.Zero(t, direct.Exists(ctx, key.Lock).Val())
 }

@@ -18,7 +18,7 @@ func TestNewKeyKeepsTheWholeNameInOneHashTag(t *testing.T) {
 		}
 		// Redis hashes the text between the first '{' and the first '}'
 		// after it: that must be the whole escaped name, for every key.
-		for _, key := range []string{k.Lock, k.Channel, k.Fence} {
+		for _, key := range []string{k.Lock, k.Channel, k.Fence, k.Tombstone("c:a"), k.Tombstone("}{owner}")} {
 			open := strings.IndexByte(key, '{')
 			end := open + strings.IndexByte(key[open:], '}')
 			if tag := key[open+1 : end]; strings.Contains(tag, "}") || tag != strings.TrimSuffix(strings.TrimPrefix(k.Lock, "relock:{"), "}") {
@@ -37,9 +37,12 @@ func TestNewKeyNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := reentrant.Key{Name: "orders:42", Lock: "app:{orders:42}", Channel: "app:{orders:42}:released", Fence: "app:{orders:42}:fence"}
+	want := reentrant.Key{Name: "orders:42", Lock: "app:{orders:42}", Channel: "app:{orders:42}:released", Fence: "app:{orders:42}:fence", Tombstones: "app:{orders:42}:gone:"}
 	if k != want {
 		t.Fatalf("NewKey = %+v; want %+v", k, want)
+	}
+	if got := k.Tombstone("c:a"); got != "app:{orders:42}:gone:c:a" {
+		t.Fatalf("Tombstone(c:a) = %q", got)
 	}
 	if _, err := reentrant.NewKey("", ""); !errors.Is(err, reentrant.ErrInvalidArgument) {
 		t.Fatalf("empty name: %v; want ErrInvalidArgument", err)
@@ -53,5 +56,23 @@ func TestWrongTypeErrorNamesTheKey(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `"relock:{x}"`) || !strings.Contains(err.Error(), "string") {
 		t.Fatalf("message %q lacks the key or its type", err)
+	}
+}
+
+func TestTombstonesOfDifferentLocksAndOwnersNeverCollide(t *testing.T) {
+	// Every key of every lock, and every tombstone of every owner, is
+	// distinct: a tombstone must never be read as another lock's key.
+	seen := map[string]string{}
+	for _, name := range []string{"a", "a:gone:x", "a}:gone:x", "b"} {
+		k, err := reentrant.NewKey("", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{k.Lock, k.Fence, k.Tombstone("x"), k.Tombstone("y"), k.Tombstone("")} {
+			if prev, dup := seen[key]; dup {
+				t.Errorf("%q is both %s and a key of %q", key, prev, name)
+			}
+			seen[key] = "a key of " + name
+		}
 	}
 }

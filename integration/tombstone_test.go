@@ -1,0 +1,267 @@
+package integration_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/lua"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// The tests of this file send, after an owner's release, operations of that
+// owner numbered below the release: the copies of its calls that a network
+// could deliver late. A released lock must not come back on any node.
+
+// lockKeys returns the keys of a node other than tombstones: what a test
+// that checks "nothing left behind" means by state.
+func lockKeys(t *testing.T, rdb *redis.Client) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	all, err := rdb.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	var out []string
+	for _, k := range all {
+		if !strings.Contains(k, "}:gone:") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// staleOps are late copies of an owner's calls: the first acquire, a
+// watchdog repair (an acquire with the current count) and a renewal, all
+// numbered below the owner's release.
+func staleOps(key reentrant.Key, owner string) (acquire, repair, renew reentrant.Op) {
+	op := reentrant.Op{Key: key, Owner: owner, Lease: 30 * time.Second, Count: 1, Seq: 1}
+	acquire, repair, renew = op, op, op
+	repair.Seq, renew.Seq = 2, 2
+	return acquire, repair, renew
+}
+
+// TestTombstoneStaleOpsAfterReleaseChangeNothing: after Lock and Unlock on
+// 1 and 3 masters, the owner's older acquire, repair and renewal land on
+// every node and create nothing; the lock reads free everywhere; another
+// owner takes it at once on every node; the owner's own next Lock works at
+// once; and the tombstones carry a bounded TTL.
+func TestTombstoneStaleOpsAfterReleaseChangeNothing(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run(itoaName(n), func(t *testing.T) {
+			reset(t)
+			lc := newLockClient(t, n, lock.Options{})
+			ctx := ctxFor(t, 20*time.Second)
+			const name = "tomb:stale"
+			key := mustKey(t, name)
+			m := lc.NewMutex(name)
+			require.NoError(t, m.Lock(ctx))
+			require.NoError(t, m.Unlock(ctx))
+
+			acquire, repair, renew := staleOps(key, m.Owner())
+			for i := range n {
+				node := reentrant.NewNode(cluster.Nodes[i].Direct(), 0)
+				for what, op := range map[string]reentrant.Op{"first acquire": acquire, "repair": repair} {
+					a, err := node.Acquire(ctx, op)
+					require.NoError(t, err, "node %d: %s", i, what)
+					require.True(t, a.Stale, "node %d: a late %s is refused as stale", i, what)
+					require.False(t, a.Acquired, "node %d: %s", i, what)
+					require.Equal(t, time.Duration(-2), a.HolderTTL, "node %d: no holder TTL a waiter would sleep on", i)
+				}
+				held, err := node.Renew(ctx, renew)
+				require.NoError(t, err)
+				require.False(t, held, "node %d: a late renewal finds nothing", i)
+				batch := node.RenewAll(ctx, []reentrant.Op{renew})
+				require.NoError(t, batch[0].Err)
+				require.False(t, batch[0].Held, "node %d: a late batched renewal finds nothing", i)
+
+				direct := cluster.Nodes[i].Direct()
+				require.Zero(t, direct.Exists(ctx, key.Lock).Val(), "node %d: nothing created", i)
+				require.Empty(t, lockKeys(t, direct), "node %d: only the tombstone is left", i)
+				ttl := direct.PTTL(ctx, key.Tombstone(m.Owner())).Val()
+				require.Greater(t, ttl, time.Duration(0), "node %d: the tombstone expires", i)
+				require.LessOrEqual(t, ttl, lock.DefaultLease, "node %d: within the released hold's lease", i)
+			}
+			locked, err := lc.IsLocked(ctx, name)
+			require.NoError(t, err)
+			require.False(t, locked, "a tombstone does not make the lock look held")
+			ttl, err := lc.TTL(ctx, name)
+			require.NoError(t, err)
+			require.Zero(t, ttl)
+
+			other := lc.NewMutex(name)
+			ok, err := other.TryLock(ctx)
+			require.NoError(t, err)
+			require.True(t, ok, "another owner acquires at once")
+			requireCounts(t, upTo(n), name, other.Owner(), 1)
+			// A late copy of the first owner's acquire while the other holds:
+			// refused as contention, and the holder is untouched.
+			a, err := reentrant.NewNode(cluster.Nodes[0].Direct(), 0).Acquire(ctx, acquire)
+			require.NoError(t, err)
+			require.False(t, a.Acquired)
+			requireCounts(t, upTo(n), name, other.Owner(), 1)
+			require.NoError(t, other.Unlock(ctx))
+
+			ok, err = m.TryLock(ctx)
+			require.NoError(t, err)
+			require.True(t, ok, "the owner's own next Lock (a newer sequence number) works at once")
+			requireCounts(t, upTo(n), name, m.Owner(), 1)
+			require.NoError(t, m.Unlock(ctx))
+			requireFree(t, n, name, time.Second)
+		})
+	}
+}
+
+// TestTombstoneExpires: a tombstone lives for the released hold's lease and
+// then goes, leaving the node empty.
+func TestTombstoneExpires(t *testing.T) {
+	reset(t)
+	lc := newLockClient(t, 3, lock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	const name, lease = "tomb:expires", time.Second
+	m := lc.NewMutex(name)
+	require.NoError(t, m.LockFor(ctx, lease))
+	require.NoError(t, m.Unlock(ctx))
+	key := mustKey(t, name)
+	for i := range 3 {
+		ttl := cluster.Nodes[i].Direct().PTTL(ctx, key.Tombstone(m.Owner())).Val()
+		require.Greater(t, ttl, time.Duration(0), "node %d: the tombstone is there, with a TTL", i)
+		require.LessOrEqual(t, ttl, lease, "node %d: no longer than the lease", i)
+	}
+	require.Eventually(t, func() bool {
+		for i := range 3 {
+			if cluster.Nodes[i].Direct().DBSize(ctx).Val() != 0 {
+				return false
+			}
+		}
+		return true
+	}, 3*lease, 20*time.Millisecond, "every node is empty once the lease has passed")
+}
+
+// TestTombstoneForceUnlockedOwnerCannotComeBack: the owners a force-unlock
+// evicts get tombstones too, so their late acquires are refused, while
+// another owner, and their own new Lock, acquire at once.
+func TestTombstoneForceUnlockedOwnerCannotComeBack(t *testing.T) {
+	reset(t)
+	lc := newLockClient(t, 3, lock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	const name = "tomb:forced"
+	key := mustKey(t, name)
+	m := lc.NewMutex(name)
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx)) // count 2, so the stale copies below are older holds' ops
+	require.NoError(t, lc.ForceUnlock(ctx, name))
+	requireFree(t, 3, name, time.Second)
+
+	acquire, repair, _ := staleOps(key, m.Owner())
+	for i := range 3 {
+		node := reentrant.NewNode(cluster.Nodes[i].Direct(), 0)
+		for _, op := range []reentrant.Op{acquire, repair} {
+			a, err := node.Acquire(ctx, op)
+			require.NoError(t, err)
+			require.True(t, a.Stale, "node %d: an evicted owner's late acquire is refused", i)
+		}
+		ttl := cluster.Nodes[i].Direct().PTTL(ctx, key.Tombstone(m.Owner())).Val()
+		require.Greater(t, ttl, time.Duration(0), "node %d", i)
+		require.LessOrEqual(t, ttl, lock.DefaultLease, "node %d: no longer than the lease the lock had left", i)
+	}
+	requireFree(t, 3, name, 0)
+
+	other := lc.NewMutex(name)
+	ok, err := other.TryLock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireCounts(t, []int{0, 1, 2}, name, other.Owner(), 1)
+	require.NoError(t, other.Unlock(ctx))
+
+	// The evicted handle learns of the loss, then locks anew at once.
+	require.ErrorIs(t, m.Unlock(ctx), lock.ErrLost)
+	_ = m.Unlock(ctx)
+	ok, err = m.TryLock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireCounts(t, []int{0, 1, 2}, name, m.Owner(), 1)
+	require.NoError(t, m.Unlock(ctx))
+}
+
+// delayAcquire is a go-redis hook that holds the first acquire script it
+// sees for delay before sending it (whatever its caller's deadline), as a
+// congested network would, and reports the node's reply to it.
+type delayAcquire struct {
+	delay time.Duration
+	armed atomic.Bool
+	reply chan []int64
+}
+
+func (h *delayAcquire) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *delayAcquire) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) < 2 || args[0] != "evalsha" || args[1] != lua.Acquire.SHA() || !h.armed.CompareAndSwap(true, false) {
+			return next(ctx, cmd)
+		}
+		time.Sleep(h.delay)
+		err := next(context.WithoutCancel(ctx), cmd)
+		r, _ := cmd.(*redis.Cmd).Int64Slice()
+		h.reply <- r
+		return err
+	}
+}
+
+func (h *delayAcquire) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next // a lone call, as the test's is, goes as a single command
+}
+
+// TestTombstoneAcquireArrivingAfterTheReleaseOverAnotherConnection is the
+// bug seen end to end: on 3 masters, the owner's acquire to one node is held
+// up in the network; Lock succeeds on the other two; Unlock's release
+// reaches that node first, over another connection; then the acquire lands.
+// It must be refused, leaving that node free for the next owner.
+func TestTombstoneAcquireArrivingAfterTheReleaseOverAnotherConnection(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 20*time.Second)
+	hook := &delayAcquire{delay: time.Second, reply: make(chan []int64, 1)}
+	slow := c.Nodes[2].Link().NewClient()
+	slow.AddHook(hook)
+	for _, s := range []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect} {
+		require.NoError(t, s.Load(ctx, c.Nodes[2].Direct())) // the hook watches EVALSHA
+	}
+	nodes := []redis.UniversalClient{c.Nodes[0].Link().Client(), c.Nodes[1].Link().Client(), slow}
+	lc := newLockClientOver(t, nodes, lock.Options{})
+	const name = "tomb:late"
+
+	m := lc.NewMutex(name)
+	hook.armed.Store(true)
+	require.NoError(t, m.Lock(ctx), "a quorum of two answers")
+	require.NoError(t, m.Unlock(ctx))
+
+	select {
+	case r := <-hook.reply:
+		require.Equal(t, []int64{2, -2}, r[:2], "the late acquire is refused as stale: %v", r)
+	case <-ctx.Done():
+		t.Fatal("the delayed acquire never came back")
+	}
+	requireFree(t, 3, name, 0)
+
+	other := lc.NewMutex(name)
+	ok, err := other.TryLock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireCounts(t, []int{0, 1, 2}, name, other.Owner(), 1)
+	require.NoError(t, other.Unlock(ctx))
+}
+
+// upTo returns the node indexes 0..n-1.
+func upTo(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
