@@ -482,11 +482,10 @@ func TestReentrantForceUnlockBuriesTheEvictedOwner(t *testing.T) {
 	ctx := t.Context()
 	key := mustKey(t, "tomb-forced")
 	var seq int64
-	for count := int64(1); count <= 2; count++ {
-		_, err := node.Acquire(ctx, opFor(key, "c:alice", count, &seq))
-		require.NoError(t, err)
-	}
-	require.NoError(t, direct.PExpire(ctx, key.Lock, 5*time.Second).Err())
+	op := opFor(key, "c:alice", 2, &seq) // alice holds twice
+	op.Lease = 5 * time.Second
+	_, err := node.Acquire(ctx, op)
+	require.NoError(t, err)
 
 	// A holder the caller does not name makes the strict script refuse.
 	refused, err := lua.ForceUnlock.Run(ctx, direct, []string{key.Lock, key.Channel}, "id", 1).Int64()
