@@ -123,7 +123,7 @@ func TestTombstoneExpires(t *testing.T) {
 	reset(t)
 	lc := newLockClient(t, 3, lock.Options{})
 	ctx := ctxFor(t, 20*time.Second)
-	const name, lease = "tomb:expires", time.Second
+	const name, lease = "tomb:expires", 3 * time.Second // the shortest lease the test NodeTimeout allows
 	m := lc.NewMutex(name)
 	require.NoError(t, m.LockFor(ctx, lease))
 	require.NoError(t, m.Unlock(ctx))
@@ -140,7 +140,7 @@ func TestTombstoneExpires(t *testing.T) {
 			}
 		}
 		return true
-	}, 3*lease, 20*time.Millisecond, "every node is empty once the lease has passed")
+	}, 2*lease, 20*time.Millisecond, "every node is empty once the lease has passed")
 }
 
 // TestTombstoneForceUnlockedOwnerCannotComeBack: the owners a force-unlock
