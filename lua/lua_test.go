@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -34,5 +35,21 @@ func TestIsNoScript(t *testing.T) {
 		if lua.IsNoScript(err) {
 			t.Errorf("IsNoScript(%v) = true", err)
 		}
+	}
+}
+
+func TestScriptsTouchOnlyTheKeysTheyAreGiven(t *testing.T) {
+	// Redis Cluster routes a script by the keys in KEYS, and a node may
+	// refuse one that reaches a key it was not given. The tombstone of an
+	// owner is such a key: each script that reads or writes one must get
+	// its full name in KEYS, never build it from the lock's name.
+	built := regexp.MustCompile(`KEYS\[[^\]]*\]\s*\.\.|\.\.\s*KEYS\[`)
+	for _, s := range []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect, lua.ForceUnlock, lua.Fence} {
+		if m := built.FindString(s.Source()); m != "" {
+			t.Errorf("%s: builds a key name (%q)", s.Name(), m)
+		}
+	}
+	if !built.MatchString(`redis.call('GET', KEYS[3] .. owner)`) {
+		t.Fatal("the check does not catch a built key")
 	}
 }
