@@ -6,6 +6,15 @@
 -- ARGV[4] operation sequence number
 --
 -- Returns 1 when the owner holds the lock here (lease extended), else 0.
+--
+-- A renewal needs no tombstone (see acquire.lua): it never creates a lock,
+-- so one delayed past the owner's release finds a free key, or another
+-- owner's, and answers 0 without a change. One delayed past the owner's
+-- release AND its next acquire finds the owner's new hold and extends it to
+-- the renewal's lease. That stays the owner's own lock and its next
+-- release deletes it; only a new hold with a shorter explicit lease that
+-- the owner lets run out instead lingers on that node until the renewal's
+-- lease ends (telling the holds apart would need one more key per renewal).
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
