@@ -6,7 +6,11 @@
 // owner's hold count as an absolute value, never an increment, together with
 // a sequence number that grows with each of the owner's operations: a call
 // retried after a lost reply, or one that arrives late, cannot count a hold
-// twice or undo a newer operation. The quorum over several nodes is the lock
+// twice or undo a newer operation. When a hold ends (a release to zero, the
+// undo of a failed attempt, a force-unlock) the node keeps the owner's last
+// sequence number for one lease in a tombstone key of its own (Key.Tombstone),
+// so that a delayed acquire of that owner cannot bring the lock back; see
+// lua/acquire.lua. The quorum over several nodes is the lock
 // package's job; this package speaks to one node and says exactly what it
 // found.
 package reentrant
