@@ -12,10 +12,18 @@ import (
 	"github.com/relock-go/relock/lock"
 )
 
-// newLockClient returns a lock.Client over nodes, closed at the end of the
-// test (its error checked).
+// testNodeTimeout is the NodeTimeout of tests that set none: -race on two
+// busy cores makes loopback round trips of tens of milliseconds, and a first
+// call through a failover client dials a sentinel, then the master.
+const testNodeTimeout = 250 * time.Millisecond
+
+// newLockClient returns a lock.Client over opts.Nodes, closed at the end of
+// the test (its error checked).
 func newLockClient(t *testing.T, opts lock.Options) *lock.Client {
 	t.Helper()
+	if opts.NodeTimeout == 0 {
+		opts.NodeTimeout = testNodeTimeout
+	}
 	c, err := lock.New(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Close()) })

@@ -140,7 +140,7 @@ func TestSentinelFailoverKeepsLocks(t *testing.T) {
 	newProcess := func() *lock.Client {
 		rdbs := sentinels.Clients()
 		closeLater(t, rdbs...)
-		c := newLockClient(t, lock.Options{Nodes: universal(rdbs...), Lease: lease, NodeTimeout: 100 * time.Millisecond})
+		c := newLockClient(t, lock.Options{Nodes: universal(rdbs...), Lease: lease, NodeTimeout: 150 * time.Millisecond})
 		warm(ctx, t, c) // dial through the sentinels now, not during the failover
 		return c
 	}
