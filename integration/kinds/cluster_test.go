@@ -18,8 +18,8 @@ import (
 )
 
 // clusterTimeout is the NodeTimeout of the cluster tests: a first call on
-// a cluster client loads the slot map, and -race on two cores is slow.
-const clusterTimeout = 150 * time.Millisecond
+// a cluster client loads the slot map, and -race on two busy cores is slow.
+const clusterTimeout = testNodeTimeout
 
 func resetCluster(t *testing.T) {
 	t.Helper()
@@ -140,8 +140,7 @@ func TestClusterAmongThreeMembers(t *testing.T) {
 	var (
 		wg        sync.WaitGroup
 		exclusive = map[string]*exclusion{names[0]: {}, names[1]: {}}
-		failures  atomic.Int64
-		firstErr  atomic.Value
+		errs      = make(chan error, processes*workers)
 	)
 	for p := range processes {
 		nodes := []redis.UniversalClient{newClusterClient(t)}
@@ -157,8 +156,7 @@ func TestClusterAmongThreeMembers(t *testing.T) {
 				m := c.NewMutex(name)
 				for range rounds {
 					if err := m.Lock(ctx); err != nil {
-						failures.Add(1)
-						firstErr.CompareAndSwap(nil, err)
+						errs <- fmt.Errorf("lock: %w", err)
 						return
 					}
 					ex := exclusive[name]
@@ -166,8 +164,7 @@ func TestClusterAmongThreeMembers(t *testing.T) {
 					time.Sleep(2 * time.Millisecond)
 					ex.leave()
 					if err := m.Unlock(ctx); err != nil {
-						failures.Add(1)
-						firstErr.CompareAndSwap(nil, err)
+						errs <- fmt.Errorf("unlock: %w", err)
 						return
 					}
 				}
@@ -175,7 +172,10 @@ func TestClusterAmongThreeMembers(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	require.Zero(t, failures.Load(), "first error: %v", firstErr.Load())
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	for _, name := range names {
 		require.EqualValues(t, 1, exclusive[name].most.Load(), "%s: two holders at once", name)
 		require.EqualValues(t, processes*workers*rounds/len(names), exclusive[name].entries.Load(), name)
@@ -256,7 +256,7 @@ func (r *redirects) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 func TestClusterReshardingKeepsLock(t *testing.T) {
 	resetCluster(t)
 	ctx := testCtx(t, 60*time.Second)
-	const lease = 1500 * time.Millisecond // renewed every 500ms
+	const lease = 10 * clusterTimeout // the least allowed; renewed every lease/3
 	var seen redirects
 	cc := newClusterClient(t)
 	cc.OnNewNode(func(c *redis.Client) { c.AddHook(&seen) })

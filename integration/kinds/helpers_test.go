@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,12 +94,31 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 }
 
 // warm makes c contact every node (the identity check, then a read), so
-// that connections exist before a fault, and fails if a node cannot be read.
+// that connections, slot maps and script caches exist before the test
+// proper, and fails if a node cannot be read within a few seconds. A first
+// contact may take longer than one NodeTimeout on a busy machine: it is
+// retried.
 func warm(ctx context.Context, t *testing.T, c *lock.Client) {
 	t.Helper()
-	states, err := c.Inspect(ctx, "kinds-warm")
-	require.NoError(t, err)
-	for _, st := range states {
-		require.NoError(t, st.Err, "node %d (%s)", st.Node, st.Addr)
+	var last error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if last = readAll(ctx, c); last == nil {
+			return
+		}
 	}
+	t.Fatalf("nodes not answering: %v", last)
+}
+
+// readAll reads a lock on every node and returns the first failure.
+func readAll(ctx context.Context, c *lock.Client) error {
+	states, err := c.Inspect(ctx, "kinds-warm")
+	if err != nil {
+		return err
+	}
+	for _, st := range states {
+		if st.Err != nil {
+			return fmt.Errorf("node %d (%s): %w", st.Node, st.Addr, st.Err)
+		}
+	}
+	return nil
 }
