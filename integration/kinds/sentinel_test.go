@@ -155,9 +155,15 @@ func TestSentinelFailoverKeepsLocks(t *testing.T) {
 
 	hold := holder.NewMutex(name)
 	require.NoError(t, hold.Lock(ctx))
+	// A second lock, held twice, nobody waiting: its count must come back too.
+	nested := holder.NewMutex(name + "-nested")
+	require.NoError(t, nested.Lock(ctx))
+	require.NoError(t, nested.Lock(ctx))
 	require.EqualValues(t, 1, holdCount(ctx, t, oldMaster.Direct(), name, hold.Owner()))
+	require.EqualValues(t, 2, holdCount(ctx, t, oldMaster.Direct(), nested.Name(), nested.Owner()))
 	time.Sleep(100 * time.Millisecond)
 	require.Zero(t, holdCount(ctx, t, replica.Direct(), name, hold.Owner()), "the replica must not have seen the lock")
+	require.Zero(t, holdCount(ctx, t, replica.Direct(), nested.Name(), nested.Owner()), "the replica must not have seen the lock")
 
 	var (
 		ex       exclusion
@@ -194,7 +200,8 @@ func TestSentinelFailoverKeepsLocks(t *testing.T) {
 	// The renewal finds the new master without the lock while groups 1 and
 	// 2 hold it, and writes it back.
 	require.Eventually(t, func() bool {
-		return holdCount(ctx, t, promoted.Direct(), name, hold.Owner()) == 1
+		return holdCount(ctx, t, promoted.Direct(), name, hold.Owner()) == 1 &&
+			holdCount(ctx, t, promoted.Direct(), nested.Name(), nested.Owner()) == 2
 	}, 4*lease, 20*time.Millisecond, "the watchdog did not repair the promoted master")
 	ttl, err := promoted.Direct().PTTL(ctx, lockKey(name)).Result()
 	require.NoError(t, err)
@@ -210,7 +217,10 @@ func TestSentinelFailoverKeepsLocks(t *testing.T) {
 	require.Zero(t, ex.entries.Load(), "a waiter got the lock while it was held")
 	for _, m := range masters(ctx, t) {
 		require.EqualValues(t, 1, holdCount(ctx, t, m.Direct(), name, hold.Owner()), m.Name())
+		require.EqualValues(t, 2, holdCount(ctx, t, m.Direct(), nested.Name(), nested.Owner()), m.Name())
 	}
+	require.NoError(t, nested.Unlock(ctx))
+	require.NoError(t, nested.Unlock(ctx))
 
 	require.NoError(t, hold.Unlock(ctx))
 	unlocked := time.Now()
