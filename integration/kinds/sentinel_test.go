@@ -126,11 +126,42 @@ func TestDuplicateServersFoundAtFirstContact(t *testing.T) {
 // waited on: group 0's replica stops receiving writes, the holder locks
 // (the lock reaches group 0's master but not its replica), two other
 // processes wait, and the replica is promoted while groups 1 and 2 stay
-// up. The holder's quorum (groups 1 and 2) carries the lock through; the
-// watchdog's renewal finds group 0's new master without it and repairs it;
-// no waiter gets in while the holder holds, and both get the lock in turn
-// once it unlocks.
+// up, either on request (SENTINEL FAILOVER) or by the sentinel itself once
+// the master stops answering (docker pause). The holder's quorum (groups 1
+// and 2) carries the lock through; the watchdog's renewal finds group 0's
+// new master without it and repairs it; no waiter gets in while the holder
+// holds, and both get the lock in turn once it unlocks.
 func TestSentinelFailoverKeepsLocks(t *testing.T) {
+	t.Run("SENTINEL FAILOVER", func(t *testing.T) {
+		failoverScenario(t, func(ctx context.Context, g *fixture.SentinelGroup, _ *fixture.Server) (*fixture.Server, func() error) {
+			promoted, err := g.Failover(ctx)
+			require.NoError(t, err)
+			return promoted, func() error { return nil }
+		})
+	})
+	t.Run("master paused", func(t *testing.T) {
+		failoverScenario(t, func(ctx context.Context, g *fixture.SentinelGroup, old *fixture.Server) (*fixture.Server, func() error) {
+			require.NoError(t, old.Pause(ctx))
+			heal := func() error {
+				bg, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := old.Unpause(bg); err != nil {
+					return err
+				}
+				return g.Rejoin(bg, old)
+			}
+			t.Cleanup(func() { _ = heal() }) // on failure; a second unpause fails harmlessly
+			promoted, err := g.AwaitFailover(ctx, old)
+			require.NoError(t, err)
+			return promoted, heal
+		})
+	})
+}
+
+// failoverScenario runs the test above with fail as the fault: it makes
+// group g, whose master is old, fail over, and returns the promoted server
+// and a heal function to call once the locks are released.
+func failoverScenario(t *testing.T, fail func(ctx context.Context, g *fixture.SentinelGroup, old *fixture.Server) (*fixture.Server, func() error)) {
 	resetSentinels(t)
 	ctx := testCtx(t, 60*time.Second)
 	const (
@@ -192,8 +223,7 @@ func TestSentinelFailoverKeepsLocks(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond, "both waiters asleep on the release channel")
 
 	began := time.Now()
-	promoted, err := g0.Failover(ctx)
-	require.NoError(t, err)
+	promoted, heal := fail(ctx, g0, oldMaster)
 	require.Equal(t, replica, promoted)
 	t.Logf("failover of %s done in %v", g0.Name, time.Since(began).Round(time.Millisecond))
 
@@ -232,6 +262,7 @@ func TestSentinelFailoverKeepsLocks(t *testing.T) {
 		t.Fatal("the waiters did not get the lock")
 	}
 	t.Logf("both waiters held and released the lock %v after the holder's unlock", time.Since(unlocked).Round(time.Millisecond))
+	require.NoError(t, heal())
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
