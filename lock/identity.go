@@ -32,10 +32,15 @@ import (
 //     an error naming both nodes and wrapping ErrInvalidArgument. Nothing is
 //     written before the check passes.
 //
-// A node that does not answer the first check (it is down) does not block
-// the Client: the quorum tolerates it, and it is asked again, in the
+// The first operation waits for the answers at most one NodeTimeout (the
+// bound of every node call: a node that answers later would not count in
+// that operation anyway, though its identity is still recorded). A node
+// that does not answer the first check (it is down) does not block the
+// Client: the quorum tolerates it, and it is asked again, in the
 // background, by a later operation (at most once per identifyRetry) until
-// it answers. A node that answers INFO with an error (an ACL without INFO,
+// it answers. A server is identified once: a node that restarts later (a
+// new run_id) or a failover client whose group fails over is not checked
+// again. A node that answers INFO with an error (an ACL without INFO,
 // a renamed command) cannot be identified and is logged and left to the
 // static check.
 const (
@@ -151,7 +156,8 @@ func isServerError(err error) bool {
 type identifier struct {
 	nodes   []redis.UniversalClient
 	addrs   []string
-	timeout time.Duration
+	wait    time.Duration // how long an operation waits for the first round
+	timeout time.Duration // how long a round waits for the nodes
 	log     *slog.Logger
 
 	ctx    context.Context // ends at close: rounds in flight give up
@@ -175,6 +181,7 @@ func newIdentifier(nodes []redis.UniversalClient, addrs []string, nodeTimeout ti
 	return &identifier{
 		nodes:   nodes,
 		addrs:   addrs,
+		wait:    nodeTimeout,
 		timeout: max(2*nodeTimeout, identifyFloor),
 		log:     log,
 		ctx:     ctx,
@@ -187,9 +194,10 @@ func newIdentifier(nodes []redis.UniversalClient, addrs []string, nodeTimeout ti
 }
 
 // check returns the duplicate error once one is found, and nil otherwise.
-// The first call starts the first round and every call waits for that round
-// (or ctx); later calls start a round for nodes still unknown, at most one
-// at a time and one per identifyRetry, without waiting for it.
+// The first call starts the first round, and calls wait for that round to
+// end, at most d.wait (or until ctx ends); later calls start a round for
+// nodes still unknown, at most one at a time and one per identifyRetry,
+// without waiting for it.
 func (d *identifier) check(ctx context.Context) error {
 	d.mu.Lock()
 	switch {
@@ -211,8 +219,15 @@ func (d *identifier) check(ctx context.Context) error {
 
 	select {
 	case <-first:
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		t := time.NewTimer(d.wait)
+		defer t.Stop()
+		select {
+		case <-first:
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

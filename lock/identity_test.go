@@ -142,3 +142,36 @@ func TestIdentifierRecord(t *testing.T) {
 		}
 	})
 }
+
+// Nodes that refuse connections (no Redis listens on port 1) cannot be
+// identified: the first operation is not blocked beyond one NodeTimeout,
+// they stay unknown, and after Close the check says so.
+func TestIdentifierUnreachableNodes(t *testing.T) {
+	nodes := make([]redis.UniversalClient, 3)
+	for i := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DB: i, MaxRetries: -1})
+		t.Cleanup(func() { _ = c.Close() })
+		nodes[i] = c
+	}
+	// Three clients of one address: the static check would refuse them, so
+	// build the identifier directly.
+	d := newIdentifier(nodes, []string{"a", "b", "c"}, 50*time.Millisecond, slog.New(slog.DiscardHandler))
+	start := time.Now()
+	if err := d.check(t.Context()); err != nil {
+		t.Fatalf("check = %v; want nil: unreachable nodes are not duplicates", err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Fatalf("the first check waited %v", waited)
+	}
+	<-d.first
+	d.mu.Lock()
+	missing := d.missing
+	d.mu.Unlock()
+	if missing != 3 {
+		t.Fatalf("missing = %d; want 3", missing)
+	}
+	d.close()
+	if err := d.check(t.Context()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("check after close = %v; want ErrClosed", err)
+	}
+}

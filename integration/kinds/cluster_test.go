@@ -305,6 +305,7 @@ func TestClusterReshardingKeepsLock(t *testing.T) {
 	// Another owner waits; the holder unlocks twice; the waiter gets the
 	// lock on the new owner, with a fencing token above the holder's.
 	w := waiters.NewMutex(name, lock.WithFencing(0))
+	before := waiters.Stats()
 	got := make(chan error, 1)
 	go func() { got <- w.Lock(ctx) }()
 	require.Eventually(t, func() bool { return waiters.Stats().Sleeping == 1 }, 5*time.Second, 5*time.Millisecond)
@@ -325,6 +326,9 @@ func TestClusterReshardingKeepsLock(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiter did not get the lock")
 	}
+	after := waiters.Stats()
+	require.Equal(t, before.WokenByPub+1, after.WokenByPub, "woken by the release, published by the slot's new owner")
+	require.Equal(t, before.WokenByTTL, after.WokenByTTL)
 	require.EqualValues(t, 1, holdCount(ctx, t, dst, name, w.Owner()))
 	require.Zero(t, holdCount(ctx, t, dst, name, m.Owner()), "the old holder's count is gone")
 	require.Greater(t, w.Token(), holderToken)
