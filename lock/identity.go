@@ -29,12 +29,13 @@ import (
 //     *redis.ClusterClient, the run_ids of all its masters; for a Sentinel
 //     failover client, the run_id of the master it resolves to. Two nodes
 //     sharing a run_id make that operation, and every later one, fail with
-//     an error naming both nodes and wrapping ErrInvalidArgument. Nothing is
-//     written before the check passes.
+//     an error naming both nodes and wrapping ErrInvalidArgument, before it
+//     writes anything.
 //
-// The first operation waits for the answers at most one NodeTimeout (the
-// bound of every node call: a node that answers later would not count in
-// that operation anyway, though its identity is still recorded). A node
+// The first operation waits for the answers at most one NodeTimeout, the
+// bound of every node call, so that a dead node costs it no more than it
+// costs any operation; a slower answer is still recorded, and a duplicate
+// it reveals fails the operations from then on. A node
 // that does not answer the first check (it is down) does not block the
 // Client: the quorum tolerates it, and it is asked again, in the
 // background, by a later operation (at most once per identifyRetry) until
