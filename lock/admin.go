@@ -31,6 +31,9 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeState, error) 
 		return nil, err
 	}
 	defer c.end()
+	if err := c.ident.check(ctx); err != nil {
+		return nil, err
+	}
 	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (reentrant.Info, error) {
 		return n.Inspect(ctx, key)
 	})
@@ -113,6 +116,9 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 		return err
 	}
 	defer c.end()
+	if err := c.ident.check(ctx); err != nil {
+		return err
+	}
 	id := "force/" + c.id + "/" + time.Now().Format(time.RFC3339Nano)
 	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (bool, error) {
 		return n.ForceUnlock(ctx, key, id)

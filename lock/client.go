@@ -26,6 +26,7 @@ type Client struct {
 	stats  counters
 	dog    *watchdog.Watchdog
 	broker *pubsub.Broker // one subscription per node for every waiter
+	ident  *identifier    // the first-contact duplicate check
 
 	life     context.Context // ends at Close: background work stops
 	stop     context.CancelFunc
@@ -41,7 +42,8 @@ type Client struct {
 
 // New validates opts and returns a Client over opts.Nodes. It does not
 // contact the nodes: an unreachable node shows up as a per-node error of the
-// first operation.
+// first operation, and duplicate nodes that only the servers can reveal
+// (see Options.Nodes) as that operation's error.
 func New(opts Options) (*Client, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -58,6 +60,7 @@ func New(opts Options) (*Client, error) {
 		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
 		c.addrs = append(c.addrs, nodeAddr(n))
 	}
+	c.ident = newIdentifier(opts.Nodes, c.addrs, opts.NodeTimeout, opts.Logger)
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.dog = watchdog.New(c.renewBatch, watchdog.Options{})
 	c.broker = pubsub.NewBroker(opts.Nodes, pubsub.Options{
@@ -110,6 +113,7 @@ func (c *Client) Close() error {
 	}
 	c.dog.Close()
 	c.broker.Close()
+	c.ident.close()
 	c.mu.Lock()
 	c.stop() // under mu: inBackground never adds to bg once this ran
 	c.mu.Unlock()

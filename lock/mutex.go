@@ -156,6 +156,9 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		return false, err
 	}
 	defer m.c.end()
+	if err := m.c.ident.check(ctx); err != nil {
+		return false, err
+	}
 	if !renewed {
 		if err := checkLease("lease", lease, m.c.opts.NodeTimeout); err != nil {
 			return false, err

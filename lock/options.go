@@ -27,9 +27,32 @@ const (
 // Options configure a Client. Only Nodes is required.
 type Options struct {
 	// Nodes are the independent Redis masters the lock lives on: one for
-	// single-instance mode, or an odd number (3, 5) for a Redlock quorum of
-	// len(Nodes)/2+1. Each must be a different server. The Client does not
-	// close them.
+	// single-instance mode, or several (3, 5) for a Redlock quorum of
+	// len(Nodes)/2+1. The Client does not close them.
+	//
+	// Each node may be a *redis.Client, a Sentinel failover client
+	// (redis.NewFailoverClient: the group's current master is the node) or a
+	// *redis.ClusterClient (a whole Redis Cluster is the node: lock names
+	// spread over its shards, and every key of one lock shares a hash tag,
+	// so one slot). A *redis.Ring is rejected: it is not one server.
+	//
+	// Each must be a different server. New rejects what it can see without
+	// contacting anyone (the same client twice, the same address twice); the
+	// first operation that contacts the nodes compares the servers' run_ids
+	// (INFO server; all masters of a Cluster), which also catches
+	// "localhost" and "127.0.0.1" for one server and two failover clients of
+	// one Sentinel group. A duplicate found then makes that operation and
+	// every later one fail with an error that names both nodes and wraps
+	// ErrInvalidArgument, before anything is written. See identity.go.
+	//
+	// An even count is accepted, for a documented reason: the quorum
+	// len(Nodes)/2+1 is still a strict majority, so two owners never both
+	// reach one, and any two quorums share two nodes instead of one, so a
+	// held lock survives one of its nodes restarting empty even with
+	// another node down (with 3 nodes, one down and one restarted empty can
+	// let a second owner in). It buys no availability: 2 nodes survive no
+	// node failure, 4 survive one like 3 do. Prefer an odd count unless that
+	// margin is what you want.
 	Nodes []redis.UniversalClient
 
 	// KeyPrefix namespaces every key relock writes ("relock" when empty).
@@ -61,24 +84,8 @@ type Options struct {
 // withDefaults validates o and fills in the zero fields. The error says which
 // option is wrong and why, and wraps ErrInvalidArgument.
 func (o Options) withDefaults() (Options, error) {
-	if len(o.Nodes) == 0 {
-		return o, invalid("Nodes", "no Redis node given")
-	}
-	seen := make(map[string]int, len(o.Nodes))
-	for i, n := range o.Nodes {
-		if n == nil {
-			return o, invalid("Nodes", fmt.Sprintf("node %d is a nil client", i))
-		}
-		if _, ring := n.(*redis.Ring); ring {
-			// A Ring shards keys over several servers: it is not one node,
-			// and its Pub/Sub is pinned to a single shard.
-			return o, invalid("Nodes", fmt.Sprintf("node %d is a *redis.Ring; give each master as its own client", i))
-		}
-		id := nodeIdentity(n)
-		if j, dup := seen[id]; dup {
-			return o, invalid("Nodes", fmt.Sprintf("nodes %d and %d are the same server (%s): a quorum needs independent nodes", j, i, id))
-		}
-		seen[id] = i
+	if err := checkNodes(o.Nodes); err != nil {
+		return o, err
 	}
 	var err error
 	if o.NodeTimeout, err = durationOrDefault("NodeTimeout", o.NodeTimeout, DefaultNodeTimeout); err != nil {
@@ -137,23 +144,42 @@ func invalid(what, why string) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidArgument, what, why)
 }
 
-// nodeIdentity names the server a client talks to, to catch the same server
-// given twice. Clients of unknown kinds are compared by identity.
-func nodeIdentity(n redis.UniversalClient) string {
+// nodeIdentity returns what New can tell about the server(s) behind n
+// without contacting them, as keys that two nodes share only when they
+// are the same server: the client value itself, the address of a plain
+// client (whatever its database: two databases of one server fail
+// together), and each seed address of a Cluster client. A Sentinel failover
+// client has no address of its own ("FailoverClient"); the first-contact
+// check (identity.go) covers it.
+func nodeIdentity(n redis.UniversalClient) []string {
+	ids := []string{fmt.Sprintf("client %p", n)}
 	switch c := n.(type) {
 	case *redis.Client:
-		o := c.Options()
-		return fmt.Sprintf("%s/%s/db%d", o.Network, o.Addr, o.DB)
+		if o := c.Options(); o.Addr != failoverAddr {
+			ids = append(ids, "address "+o.Network+"/"+o.Addr)
+		}
 	case *redis.ClusterClient:
-		return fmt.Sprintf("cluster%v", c.Options().Addrs)
+		for _, a := range c.Options().Addrs {
+			ids = append(ids, "address tcp/"+a)
+		}
 	}
-	return fmt.Sprintf("%T@%p", n, n)
+	return ids
 }
+
+// failoverAddr is the Addr go-redis gives the *redis.Client that
+// redis.NewFailoverClient returns: the real address comes from Sentinel.
+const failoverAddr = "FailoverClient"
 
 // nodeAddr is a node's address for error messages.
 func nodeAddr(n redis.UniversalClient) string {
-	if c, ok := n.(*redis.Client); ok {
-		return c.Options().Addr
+	switch c := n.(type) {
+	case *redis.Client:
+		if a := c.Options().Addr; a != failoverAddr {
+			return a
+		}
+		return "sentinel failover client"
+	case *redis.ClusterClient:
+		return fmt.Sprintf("cluster %v", c.Options().Addrs)
 	}
-	return nodeIdentity(n)
+	return fmt.Sprintf("%T", n)
 }
