@@ -35,9 +35,11 @@ type Node struct {
 const DefaultCallTimeout = time.Second
 
 // NewNode returns a Node over rdb. The caller keeps ownership of rdb.
-// callTimeout bounds each round trip, whichever caller's call started it
-// (DefaultCallTimeout when not positive); each call is also bounded by its
-// own ctx.
+// Calls made together share a round trip, which waits for its replies until
+// the latest of its callers' ctx deadlines (a patient caller is not cut
+// short by an impatient one it shares the trip with), and never longer than
+// callTimeout (DefaultCallTimeout when not positive). A caller whose ctx
+// ends first stops waiting unless its call is already on the wire.
 func NewNode(rdb redis.UniversalClient, callTimeout time.Duration) *Node {
 	if callTimeout <= 0 {
 		callTimeout = DefaultCallTimeout

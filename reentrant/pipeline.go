@@ -24,7 +24,7 @@ const maxPipelines = 4
 // one batch and nobody waits behind a queue that never empties.
 type pipeliner struct {
 	rdb     redis.UniversalClient
-	timeout time.Duration // bounds each pipeline, whoever's call sends it
+	timeout time.Duration // bounds each pipeline, whatever its callers' deadlines
 
 	mu    sync.Mutex
 	queue []*call
@@ -33,13 +33,14 @@ type pipeliner struct {
 
 // call is one script call waiting for its pipeline.
 type call struct {
-	script *lua.Script
-	keys   []string
-	args   []any
-	cmd    *redis.Cmd
-	done   chan struct{} // closed once cmd holds the reply
-	turn   chan struct{} // receives this caller's turn to send (buffer 1)
-	given  bool          // a turn was put in turn; guarded by pipeliner.mu
+	script   *lua.Script
+	keys     []string
+	args     []any
+	deadline time.Time // the caller's ctx deadline; zero when it has none
+	cmd      *redis.Cmd
+	done     chan struct{} // closed once cmd holds the reply
+	turn     chan struct{} // receives this caller's turn to send (buffer 1)
+	given    bool          // a turn was put in turn; guarded by pipeliner.mu
 }
 
 // run queues a script call and waits for its reply or for ctx to end. A call
@@ -47,6 +48,7 @@ type call struct {
 // still run on the node, as with any call whose reply is lost.
 func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, args ...any) *redis.Cmd {
 	c := &call{script: script, keys: keys, args: args, done: make(chan struct{}), turn: make(chan struct{}, 1)}
+	c.deadline, _ = ctx.Deadline()
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
 	if p.turns < maxPipelines {
@@ -70,7 +72,7 @@ func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, 
 				cmd.SetErr(ctx.Err())
 				return cmd
 			}
-			<-c.done // on the wire already: the reply comes within p.timeout
+			<-c.done // on the wire already: the reply comes by the batch's deadline
 			return c.cmd
 		}
 	}
@@ -127,7 +129,7 @@ func (p *pipeliner) withdraw(c *call) bool {
 // send runs one batch: one round trip, plus a second one with the full
 // source for the calls a node answered NOSCRIPT to.
 func (p *pipeliner) send(batch []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
 	defer cancel()
 	if len(batch) == 1 {
 		c := batch[0]
@@ -147,4 +149,25 @@ func (p *pipeliner) send(batch []*call) {
 		}
 		close(c.done)
 	}
+}
+
+// deadline is when a batch stops waiting for its replies: the latest of its
+// callers' deadlines, so that a release given a long wait is not cut at the
+// timeout of an acquire it shares the round trip with, and never later than
+// p.timeout from now.
+func (p *pipeliner) deadline(batch []*call) time.Time {
+	bound := time.Now().Add(p.timeout)
+	var latest time.Time
+	for _, c := range batch {
+		if c.deadline.IsZero() {
+			return bound
+		}
+		if c.deadline.After(latest) {
+			latest = c.deadline
+		}
+	}
+	if latest.After(bound) {
+		return bound
+	}
+	return latest
 }
