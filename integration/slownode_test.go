@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/integration/fixture"
 	"github.com/relock-go/relock/lock"
 )
 
@@ -181,4 +182,51 @@ func TestLoadedClientDefaultOptions(t *testing.T) {
 	for w := range workers {
 		requireFree(t, 3, fmt.Sprintf("loaded-%d", w), 3*time.Second)
 	}
+}
+
+// TestManyClientsDefaultOptions: the cell of issue 9 where relock alone
+// failed (48 Unlock errors in 5 s with NodeTimeout 100 ms): 64 goroutines,
+// each with its own Client and go-redis client, distinct names, 1 master,
+// for 5 s, now with default options: no Lock or Unlock fails.
+func TestManyClientsDefaultOptions(t *testing.T) {
+	c := reset(t)
+	const goroutines = 64
+	run, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		errs   []error
+		cycled atomic.Int64
+		wg     sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for g := range goroutines {
+		rdb := redis.NewClient(fixture.ClientOptions(c.Nodes[0].Link().Addr()))
+		lc, err := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = lc.Close(); _ = rdb.Close() })
+		wg.Go(func() {
+			m := lc.NewMutex(fmt.Sprintf("many-%d", g))
+			for run.Err() == nil {
+				if err := m.Lock(run); err != nil {
+					if run.Err() == nil {
+						fail(fmt.Errorf("Lock: %w", err))
+					}
+					return
+				}
+				if err := m.Unlock(context.Background()); err != nil {
+					fail(fmt.Errorf("Unlock: %w", err))
+				}
+				cycled.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d cycles in 5s over %d Clients", cycled.Load(), goroutines)
+	require.Empty(t, errs, "no Lock or Unlock fails: %v", errors.Join(errs...))
+	require.Positive(t, cycled.Load())
 }

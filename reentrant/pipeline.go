@@ -33,14 +33,14 @@ type pipeliner struct {
 
 // call is one script call waiting for its pipeline.
 type call struct {
-	script   *lua.Script
-	keys     []string
-	args     []any
-	deadline time.Time // the caller's ctx deadline; zero when it has none
-	cmd      *redis.Cmd
-	done     chan struct{} // closed once cmd holds the reply
-	turn     chan struct{} // receives this caller's turn to send (buffer 1)
-	given    bool          // a turn was put in turn; guarded by pipeliner.mu
+	script *lua.Script
+	keys   []string
+	args   []any
+	budget time.Duration // the time the caller's ctx had left when it queued; 0: no deadline
+	cmd    *redis.Cmd
+	done   chan struct{} // closed once cmd holds the reply
+	turn   chan struct{} // receives this caller's turn to send (buffer 1)
+	given  bool          // a turn was put in turn; guarded by pipeliner.mu
 }
 
 // run queues a script call and waits for its reply or for ctx to end. A call
@@ -48,7 +48,9 @@ type call struct {
 // still run on the node, as with any call whose reply is lost.
 func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, args ...any) *redis.Cmd {
 	c := &call{script: script, keys: keys, args: args, done: make(chan struct{}), turn: make(chan struct{}, 1)}
-	c.deadline, _ = ctx.Deadline()
+	if deadline, ok := ctx.Deadline(); ok {
+		c.budget = max(time.Until(deadline), time.Nanosecond)
+	}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
 	if p.turns < maxPipelines {
@@ -151,23 +153,19 @@ func (p *pipeliner) send(batch []*call) {
 	}
 }
 
-// deadline is when a batch stops waiting for its replies: the latest of its
-// callers' deadlines, so that a release given a long wait is not cut at the
-// timeout of an acquire it shares the round trip with, and never later than
-// p.timeout from now.
+// deadline is when a batch stops waiting for its replies: each call keeps
+// the whole time its caller had when it queued, counted from now, so a call
+// that queued behind others still gets its wire time, and a release given a
+// long wait is not cut at the timeout of an acquire it shares the round trip
+// with. Never later than p.timeout from now.
 func (p *pipeliner) deadline(batch []*call) time.Time {
-	bound := time.Now().Add(p.timeout)
-	var latest time.Time
+	wait := time.Duration(0)
 	for _, c := range batch {
-		if c.deadline.IsZero() {
-			return bound
+		if c.budget == 0 {
+			wait = p.timeout
+			break
 		}
-		if c.deadline.After(latest) {
-			latest = c.deadline
-		}
+		wait = max(wait, c.budget)
 	}
-	if latest.After(bound) {
-		return bound
-	}
-	return latest
+	return time.Now().Add(min(wait, p.timeout))
 }
