@@ -57,7 +57,7 @@ func New(opts Options) (*Client, error) {
 		waits:   newNodeWaits(opts),
 	}
 	for _, n := range opts.Nodes {
-		c.nodes = append(c.nodes, reentrant.NewNode(n, c.waits.longest()))
+		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
 		c.addrs = append(c.addrs, nodeAddr(n))
 	}
 	c.life, c.stop = context.WithCancel(context.Background())

@@ -92,14 +92,6 @@ func (w *nodeWaits) typical(node int, agreed []bool) time.Duration {
 	return d
 }
 
-// longest bounds any wait this Client hands out: the pipelines' own bound.
-func (w *nodeWaits) longest() time.Duration {
-	if w.fixed > 0 {
-		return releasePatience * w.fixed
-	}
-	return releasePatience * ceilingFor(w.lease, w.floor)
-}
-
 // observe feeds node's estimate with the outcome of a call that was given
 // wait under token and returned after took: an answer is a sample, whenever
 // it came; no answer by the deadline backs the timer off. A call that ended

@@ -24,7 +24,7 @@ const maxPipelines = 4
 // one batch and nobody waits behind a queue that never empties.
 type pipeliner struct {
 	rdb     redis.UniversalClient
-	timeout time.Duration // bounds each pipeline, whatever its callers' deadlines
+	timeout time.Duration // the least a pipeline waits for its replies
 
 	mu    sync.Mutex
 	queue []*call
@@ -153,19 +153,17 @@ func (p *pipeliner) send(batch []*call) {
 	}
 }
 
-// deadline is when a batch stops waiting for its replies: each call keeps
-// the whole time its caller had when it queued, counted from now, so a call
-// that queued behind others still gets its wire time, and a release given a
-// long wait is not cut at the timeout of an acquire it shares the round trip
-// with. Never later than p.timeout from now.
+// deadline is when a batch stops waiting for its replies: p.timeout after
+// it leaves, or longer for a caller that had more time left when it queued
+// (counted from the send: time spent queued behind other trips does not eat
+// into it), so a release given a long wait is not cut at the timeout of an
+// acquire it shares the trip with. Every trip gets at least p.timeout on
+// the wire, even when its callers have given up: a reply cut short costs
+// the connection, and a busy process would then spend its time dialing.
 func (p *pipeliner) deadline(batch []*call) time.Time {
-	wait := time.Duration(0)
+	wait := p.timeout
 	for _, c := range batch {
-		if c.budget == 0 {
-			wait = p.timeout
-			break
-		}
 		wait = max(wait, c.budget)
 	}
-	return time.Now().Add(min(wait, p.timeout))
+	return time.Now().Add(wait)
 }
