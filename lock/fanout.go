@@ -37,9 +37,9 @@ func fanOut[T any](c *Client, ctx context.Context, call func(context.Context, *r
 // fanOutFor runs call on every node in parallel and collects the answers.
 // Each node's call is bounded here, not by trusting the go-redis client's
 // settings: by the node's own timeout for a call of kind on a lock with
-// lease (see Options.NodeTimeout), and, once a quorum has answered without
-// error, by the node's typical timeout, since the outcome no longer depends
-// on it. A node that has not answered by then (or when ctx ends) gets
+// lease (see Options.NodeTimeout), and, once a quorum has agreed (see
+// isAgreement), by the node's typical timeout, since the outcome no longer
+// depends on it. A node that has not answered by then (or when ctx ends) gets
 // ErrNodeTimeout (or ctx's error), and its call is left to finish in the
 // background, observable through reply.late. Every answer, late ones
 // included, feeds the node's round-trip estimate. replies[i] is node i's
@@ -70,7 +70,7 @@ func fanOutFor[T any](c *Client, ctx context.Context, kind callKind, lease time.
 	}
 
 	answered := make([]bool, n)
-	agreed := make([]bool, n)  // answered without error
+	agreed := make([]bool, n)  // answered, and in favour of the operation
 	stopped := make([]bool, n) // answered, or no longer waited for
 	ok := 0
 	timer := time.NewTimer(time.Until(limits[0]))
@@ -90,7 +90,7 @@ collect:
 		select {
 		case i := <-finished:
 			answered[i], stopped[i] = true, true
-			if outcomes[i].err != nil {
+			if o := outcomes[i]; o.err != nil || !isAnswer(o.value, nil) || !isAgreement(o.value) {
 				continue
 			}
 			agreed[i] = true

@@ -73,9 +73,10 @@ type Options struct {
 	// does, since a release has no validity to protect (adaptive: at most
 	// the larger of Lease/10 and 4 floors; 3 s at the default lease), and
 	// keeps retrying nodes that still did not answer in the background.
-	// Once a quorum of nodes has answered, the others are waited for only
-	// as long as their usual round trips call for, not the backed-off
-	// timeout: a dead node of a minority does not slow every operation.
+	// Once a quorum of nodes has agreed (taken the lock, found the hold),
+	// the others are waited for only as long as their usual round trips
+	// call for, not the backed-off timeout: a dead node of a minority does
+	// not slow every operation.
 	// After New, NodeTimeout holds the fixed timeout or the adaptive floor.
 	NodeTimeout time.Duration
 

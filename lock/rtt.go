@@ -130,3 +130,17 @@ func isServerError(err error) bool {
 	var redisErr redis.Error
 	return errors.As(err, &redisErr) || errors.Is(err, reentrant.ErrWrongType)
 }
+
+// isAgreement reports whether an answer counts towards the quorum that
+// decides an operation: an acquire that took the lock, a release that found
+// the hold; any other answer (a read, a renewal batch) counts. A refusal or
+// a "not held" does not: with it in, the nodes still to answer may decide.
+func isAgreement(value any) bool {
+	switch v := value.(type) {
+	case reentrant.Acquisition:
+		return v.Acquired
+	case reentrant.ReleaseResult:
+		return v != reentrant.NotHeld
+	}
+	return true
+}

@@ -168,6 +168,25 @@ func TestIsAnswer(t *testing.T) {
 	}
 }
 
+func TestIsAgreement(t *testing.T) {
+	for _, tc := range []struct {
+		value any
+		want  bool
+	}{
+		{reentrant.Acquisition{Acquired: true}, true},
+		{reentrant.Acquisition{HolderTTL: time.Second}, false},
+		{reentrant.Released, true},
+		{reentrant.StillHeld, true},
+		{reentrant.NotHeld, false},
+		{reentrant.Info{}, true},
+		{[]reentrant.RenewResult{{Held: true}}, true},
+	} {
+		if got := isAgreement(tc.value); got != tc.want {
+			t.Errorf("isAgreement(%#v) = %v; want %v", tc.value, got, tc.want)
+		}
+	}
+}
+
 // serverError stands for an error reply of Redis (go-redis's own type is
 // internal).
 type serverError string
