@@ -23,6 +23,7 @@ type Client struct {
 	nodes  []*reentrant.Node
 	addrs  []string
 	quorum int
+	waits  *nodeWaits // how long to wait for each node (adaptive or fixed)
 	stats  counters
 	dog    *watchdog.Watchdog
 	broker *pubsub.Broker // one subscription per node for every waiter
@@ -55,6 +56,7 @@ func New(opts Options) (*Client, error) {
 		quorum:  quorum(len(opts.Nodes)),
 		held:    make(map[*Mutex]struct{}),
 		closing: make(chan struct{}),
+		waits:   newNodeWaits(opts),
 	}
 	for _, n := range opts.Nodes {
 		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))

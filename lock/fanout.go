@@ -27,44 +27,97 @@ type outcome[T any] struct {
 	err   error
 }
 
-// fanOut runs call on every node in parallel and collects the answers. Each
-// call is bounded by NodeTimeout here, not by trusting the go-redis client's
-// settings: a node that has not answered when the timeout passes (or when ctx
-// ends) gets ErrNodeTimeout (or ctx's error) and its call is left to finish
-// in the background, observable through reply.late. replies[i] is node i's
-// answer.
+// fanOut runs call on every node in parallel and collects the answers, for
+// an acquire-like call (an acquire, a renewal, a read) on a lock with the
+// Client's lease. See fanOutFor.
 func fanOut[T any](c *Client, ctx context.Context, call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
+	return fanOutFor(c, ctx, kindAcquire, c.opts.Lease, call)
+}
+
+// fanOutFor runs call on every node in parallel and collects the answers.
+// Each node's call is bounded here, not by trusting the go-redis client's
+// settings: by the node's own timeout for a call of kind on a lock with
+// lease (see Options.NodeTimeout), and, once a quorum has agreed (see
+// isAgreement), by the node's typical timeout, since the outcome no longer
+// depends on it. A node that has not answered by then (or when ctx ends) gets
+// ErrNodeTimeout (or ctx's error), and its call is left to finish in the
+// background, observable through reply.late. Every answer, late ones
+// included, feeds the node's round-trip estimate. replies[i] is node i's
+// answer.
+func fanOutFor[T any](c *Client, ctx context.Context, kind callKind, lease time.Duration,
+	call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
 	n := len(c.nodes)
+	start := time.Now()
 	outcomes := make([]*outcome[T], n)
-	finished := make(chan int, n) // buffered: a late call never blocks
-	callCtx, cancel := context.WithTimeout(ctx, c.opts.NodeTimeout)
+	cancels := make([]context.CancelFunc, n)
+	limits := make([]time.Time, n) // when we stop waiting for each node
+	finished := make(chan int, n)  // buffered: a late call never blocks
 	for i, node := range c.nodes {
+		wait, token := c.waits.wait(i, kind, lease)
+		limits[i] = start.Add(wait)
+		callCtx, cancel := context.WithTimeout(ctx, wait)
+		cancels[i] = cancel
 		o := &outcome[T]{done: make(chan struct{})}
 		outcomes[i] = o
 		c.inflight.Add(1)
 		go func() {
 			defer c.inflight.Done()
 			o.value, o.err = call(callCtx, node)
+			c.waits.observe(i, token, wait, time.Since(start), isAnswer(o.value, o.err))
 			close(o.done)
 			finished <- i
 		}()
 	}
 
 	answered := make([]bool, n)
-	timer := time.NewTimer(c.opts.NodeTimeout)
+	agreed := make([]bool, n)  // answered, and in favour of the operation
+	stopped := make([]bool, n) // answered, or no longer waited for
+	ok := 0
+	timer := time.NewTimer(time.Until(limits[0]))
 	defer timer.Stop()
 collect:
-	for got := 0; got < n; got++ {
+	for {
+		next := time.Time{}
+		for i, limit := range limits {
+			if !stopped[i] && (next.IsZero() || limit.Before(next)) {
+				next = limit
+			}
+		}
+		if next.IsZero() {
+			break
+		}
+		timer.Reset(time.Until(next))
 		select {
 		case i := <-finished:
-			answered[i] = true
+			answered[i], stopped[i] = true, true
+			if o := outcomes[i]; o.err != nil || !isAnswer(o.value, nil) || !isAgreement(o.value) {
+				continue
+			}
+			agreed[i] = true
+			if ok++; ok == c.quorum {
+				for j := range limits {
+					if !stopped[j] {
+						limits[j] = minTime(limits[j], start.Add(c.waits.typical(j, agreed)))
+					}
+				}
+			}
 		case <-timer.C:
-			break collect
+			now := time.Now()
+			for i, limit := range limits {
+				if !limit.After(now) {
+					stopped[i] = true
+				}
+			}
 		case <-ctx.Done():
 			break collect
 		}
 	}
-	cancel()
+	// Calls still queued are dropped; those on the wire still bring their
+	// answer back (the pipelines wait for it), to the estimate and to
+	// reply.late.
+	for _, cancel := range cancels {
+		cancel()
+	}
 
 	replies := make([]reply[T], n)
 	for i, o := range outcomes {
@@ -85,6 +138,13 @@ collect:
 		}
 	}
 	return replies
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // asNodeTimeout reports a node call that ran out of time as ErrNodeTimeout,

@@ -13,9 +13,18 @@ import (
 // Defaults of the Options fields left zero.
 const (
 	DefaultLease            = 30 * time.Second
-	DefaultNodeTimeout      = 50 * time.Millisecond
 	DefaultClockDriftFactor = 0.01
 	DefaultRetryDelay       = 20 * time.Millisecond
+
+	// NodeTimeoutFloor is the least adaptive per-node timeout (see
+	// Options.NodeTimeout), or a tenth of the Lease when that is shorter:
+	// a busy machine pauses goroutines for tens of milliseconds however
+	// fast the node is.
+	NodeTimeoutFloor = 100 * time.Millisecond
+	// NodeTimeoutInitial is the adaptive per-node timeout before the node's
+	// first answer (RFC 6298's initial timeout), or a tenth of the Lease
+	// when that is shorter: long enough for a node far away.
+	NodeTimeoutInitial = time.Second
 
 	// minLeaseToTimeout is how many node timeouts a lease must span: a lease
 	// barely above the timeout would leave no validity after a slow round.
@@ -60,11 +69,38 @@ type Options struct {
 
 	// Lease is the lease of locks taken without an explicit one; the
 	// watchdog renews them every Lease/3 while they are held. Default 30s.
-	// It must be at least 10 × NodeTimeout.
+	// It must be at least 10 × NodeTimeout when NodeTimeout is set; so must
+	// an explicit lease (LockFor), also against the adaptive floor.
 	Lease time.Duration
 
-	// NodeTimeout bounds every call to one node, whatever the go-redis
-	// client's own timeouts are. Default 50ms.
+	// NodeTimeout is how long an operation waits for one node's answer,
+	// whatever the go-redis client's own timeouts are.
+	//
+	// Zero (the default) makes it adaptive, per node, as TCP's
+	// retransmission timer is (RFC 6298): the smoothed round trip plus
+	// four times its mean deviation, learnt from the node's answers to
+	// every kind of call (acquires, releases, renewal batches; queueing in
+	// this process included, so a loaded client waits longer). Before the
+	// node's first answer it is NodeTimeoutInitial (1 s). Each timeout
+	// doubles it until an answer comes, so a node that got slower is soon
+	// waited for long enough. It never goes below NodeTimeoutFloor (100 ms)
+	// nor above a tenth of the lease, so an acquire that waited that long
+	// still leaves a validity of lease − lease/10 − drift, above zero (89%
+	// of the lease less 2 ms at the default drift); with a Lease under 1 s
+	// the floor and the initial value shrink to Lease/10 as well.
+	//
+	// A positive value is a fixed timeout instead, the same for every node
+	// and every call; Lease must then be at least 10 × NodeTimeout.
+	//
+	// Either way, Unlock waits for a node 4 times as long as an acquire
+	// does, since a release has no validity to protect (adaptive: at most
+	// the larger of Lease/10 and 4 floors; 3 s at the default lease), and
+	// keeps retrying nodes that still did not answer in the background.
+	// Once a quorum of nodes has agreed (taken the lock, found the hold),
+	// the others are waited for only as long as their usual round trips
+	// call for, not the backed-off timeout: a dead node of a minority does
+	// not slow every operation.
+	// After New, NodeTimeout holds the fixed timeout or the adaptive floor.
 	NodeTimeout time.Duration
 
 	// ClockDriftFactor is the share of a lease allowed for clock drift
@@ -79,6 +115,10 @@ type Options struct {
 	// Logger receives relock's diagnostics (quorum failures, losses,
 	// background clean-ups). Default: discard.
 	Logger *slog.Logger
+
+	// adaptive is set by withDefaults when NodeTimeout was left zero; it
+	// then holds the adaptive floor.
+	adaptive bool
 }
 
 // withDefaults validates o and fills in the zero fields. The error says which
@@ -88,11 +128,20 @@ func (o Options) withDefaults() (Options, error) {
 		return o, err
 	}
 	var err error
-	if o.NodeTimeout, err = durationOrDefault("NodeTimeout", o.NodeTimeout, DefaultNodeTimeout); err != nil {
-		return o, err
+	if o.NodeTimeout < 0 {
+		return o, invalid("NodeTimeout", fmt.Sprintf("%v is negative", o.NodeTimeout))
 	}
 	if o.Lease, err = durationOrDefault("Lease", o.Lease, DefaultLease); err != nil {
 		return o, err
+	}
+	if o.NodeTimeout == 0 {
+		// Adaptive: the floor takes NodeTimeout's place in the lease rule,
+		// and shrinks with a short lease so the rule holds by construction.
+		o.adaptive = true
+		o.NodeTimeout = min(NodeTimeoutFloor, o.Lease/minLeaseToTimeout)
+		if o.NodeTimeout <= 0 {
+			return o, invalid("Lease", fmt.Sprintf("%v is too short to leave any time for a node to answer", o.Lease))
+		}
 	}
 	if err := checkLease("Lease", o.Lease, o.NodeTimeout); err != nil {
 		return o, err

@@ -32,6 +32,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"negative lease", lock.Options{Nodes: []redis.UniversalClient{a}, Lease: -time.Second}, "Lease"},
 		{"lease not above node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, Lease: 100 * time.Millisecond, NodeTimeout: 50 * time.Millisecond}, "Lease"},
 		{"negative node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, NodeTimeout: -time.Millisecond}, "NodeTimeout"},
+		{"lease too short for any node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, Lease: 5 * time.Nanosecond}, "Lease"},
 		{"negative drift", lock.Options{Nodes: []redis.UniversalClient{a}, ClockDriftFactor: -0.1}, "ClockDriftFactor"},
 		{"drift too large", lock.Options{Nodes: []redis.UniversalClient{a}, ClockDriftFactor: 0.5}, "ClockDriftFactor"},
 		{"negative retry delay", lock.Options{Nodes: []redis.UniversalClient{a}, RetryDelay: -time.Millisecond}, "RetryDelay"},
@@ -69,5 +70,31 @@ func TestNewAcceptsGoodOptions(t *testing.T) {
 	}
 	if err := c.NewMutex("x").Lock(t.Context()); !errors.Is(err, lock.ErrClosed) {
 		t.Fatalf("Lock after Close = %v; want ErrClosed", err)
+	}
+}
+
+// An adaptive NodeTimeout (left zero) accepts any lease that leaves a node
+// time to answer: its floor shrinks to a tenth of a short lease. A fixed one
+// keeps the rule lease ≥ 10 × NodeTimeout.
+func TestNodeTimeoutModes(t *testing.T) {
+	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = a.Close() })
+	for _, tc := range []struct {
+		lease, nodeTimeout time.Duration
+		ok                 bool
+	}{
+		{0, 0, true},
+		{500 * time.Millisecond, 0, true},
+		{20 * time.Millisecond, 0, true},
+		{time.Second, 100 * time.Millisecond, true},
+		{time.Second, 101 * time.Millisecond, false},
+	} {
+		c, err := lock.New(lock.Options{Nodes: []redis.UniversalClient{a}, Lease: tc.lease, NodeTimeout: tc.nodeTimeout})
+		if tc.ok != (err == nil) {
+			t.Fatalf("lease %v, NodeTimeout %v: err = %v; want ok = %v", tc.lease, tc.nodeTimeout, err, tc.ok)
+		}
+		if c != nil {
+			_ = c.Close()
+		}
 	}
 }

@@ -21,8 +21,10 @@ import (
 // every hold).
 //
 // The release is sent even when ctx has already ended (a deferred Unlock
-// after a timeout must not leave the lock held); each node call is bounded
-// by Options.NodeTimeout.
+// after a timeout must not leave the lock held). Each node is waited for 4
+// times as long as an acquire would wait for it (see Options.NodeTimeout):
+// a release has no validity to protect, so Unlock does not report a node
+// that was merely slow as failed.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if m.keyErr != nil {
 		return m.keyErr
@@ -71,7 +73,7 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 	}
 
 	start := time.Now()
-	replies := fanOut(m.c, ctx, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
+	replies := fanOutFor(m.c, ctx, kindRelease, op.Lease, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
 		return n.Release(ctx, op, releaseID(op))
 	})
 	elapsed := time.Since(start)

@@ -39,9 +39,11 @@ type Node struct {
 const DefaultCallTimeout = time.Second
 
 // NewNode returns a Node over rdb. The caller keeps ownership of rdb.
-// callTimeout bounds each round trip, whichever caller's call started it
-// (DefaultCallTimeout when not positive); each call is also bounded by its
-// own ctx.
+// Calls made together share a round trip, which waits for its replies
+// callTimeout after it leaves (DefaultCallTimeout when not positive), or as
+// long as the most patient of its callers had left when it called if that
+// is longer (counted from the moment the trip leaves). A caller whose ctx
+// ends first stops waiting unless its call is already on the wire.
 func NewNode(rdb redis.UniversalClient, callTimeout time.Duration) *Node {
 	if callTimeout <= 0 {
 		callTimeout = DefaultCallTimeout

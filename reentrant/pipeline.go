@@ -24,7 +24,7 @@ const maxPipelines = 4
 // one batch and nobody waits behind a queue that never empties.
 type pipeliner struct {
 	rdb     redis.UniversalClient
-	timeout time.Duration // bounds each pipeline, whoever's call sends it
+	timeout time.Duration // the least a pipeline waits for its replies
 
 	mu    sync.Mutex
 	queue []*call
@@ -36,6 +36,7 @@ type call struct {
 	script *lua.Script
 	keys   []string
 	args   []any
+	budget time.Duration // the time the caller's ctx had left when it queued; 0: no deadline
 	cmd    *redis.Cmd
 	done   chan struct{} // closed once cmd holds the reply
 	turn   chan struct{} // receives this caller's turn to send (buffer 1)
@@ -47,6 +48,9 @@ type call struct {
 // still run on the node, as with any call whose reply is lost.
 func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, args ...any) *redis.Cmd {
 	c := &call{script: script, keys: keys, args: args, done: make(chan struct{}), turn: make(chan struct{}, 1)}
+	if deadline, ok := ctx.Deadline(); ok {
+		c.budget = max(time.Until(deadline), time.Nanosecond)
+	}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
 	if p.turns < maxPipelines {
@@ -70,7 +74,7 @@ func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, 
 				cmd.SetErr(ctx.Err())
 				return cmd
 			}
-			<-c.done // on the wire already: the reply comes within p.timeout
+			<-c.done // on the wire already: the reply comes by the batch's deadline
 			return c.cmd
 		}
 	}
@@ -127,7 +131,7 @@ func (p *pipeliner) withdraw(c *call) bool {
 // send runs one batch: one round trip, plus a second one with the full
 // source for the calls a node answered NOSCRIPT to.
 func (p *pipeliner) send(batch []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
 	defer cancel()
 	if len(batch) == 1 {
 		c := batch[0]
@@ -147,4 +151,19 @@ func (p *pipeliner) send(batch []*call) {
 		}
 		close(c.done)
 	}
+}
+
+// deadline is when a batch stops waiting for its replies: p.timeout after
+// it leaves, or longer for a caller that had more time left when it queued
+// (counted from the send: time spent queued behind other trips does not eat
+// into it), so a release given a long wait is not cut at the timeout of an
+// acquire it shares the trip with. Every trip gets at least p.timeout on
+// the wire, even when its callers have given up: a reply cut short costs
+// the connection, and a busy process would then spend its time dialing.
+func (p *pipeliner) deadline(batch []*call) time.Time {
+	wait := p.timeout
+	for _, c := range batch {
+		wait = max(wait, c.budget)
+	}
+	return time.Now().Add(wait)
 }

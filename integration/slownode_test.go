@@ -1,0 +1,235 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/lock"
+)
+
+// These tests run relock with DEFAULT options (adaptive per-node timeouts),
+// against a far, jittery node and on a loaded machine: no Lock or Unlock may
+// fail where the node merely is slow.
+
+// jitteryNode puts a proxy of its own in front of node 0 that delays every
+// reply by latency ± jitter (uniform), and returns a go-redis client through
+// it with go-redis's default settings, as a user would make one. The
+// fixture's links have no jitter; this proxy is closed with the test.
+func jitteryNode(t *testing.T, latency, jitter time.Duration) *redis.Client {
+	t.Helper()
+	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
+	p := toxiproxy.NewProxy(server, name, "127.0.0.1:0", cluster.Nodes[0].Addr())
+	require.NoError(t, p.Start())
+	body := fmt.Sprintf(`{"name":"jitter","type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":%d,"jitter":%d}}`,
+		latency.Milliseconds(), jitter.Milliseconds())
+	_, err := p.Toxics.AddToxicJson(strings.NewReader(body))
+	require.NoError(t, err)
+	rdb := redis.NewClient(&redis.Options{Addr: p.Listen})
+	t.Cleanup(func() {
+		_ = rdb.Close()
+		p.Stop()
+	})
+	return rdb
+}
+
+// cycles runs n sequential Lock/Unlock cycles of m and returns the errors,
+// each Lock bounded by wait.
+func cycles(m *lock.Mutex, n int, wait time.Duration) []error {
+	var errs []error
+	for i := range n {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		if err := m.Lock(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("cycle %d: Lock: %w", i, err))
+			cancel()
+			continue
+		}
+		cancel()
+		if err := m.Unlock(context.Background()); err != nil {
+			errs = append(errs, fmt.Errorf("cycle %d: Unlock: %w", i, err))
+		}
+	}
+	return errs
+}
+
+// TestSlowMasterDefaultOptions: a single master 100–200 ms away (and one
+// 20–220 ms away, the harsher case of issue 9), reached by a new Client with
+// default options: 40 Lock/Unlock cycles, none fails.
+func TestSlowMasterDefaultOptions(t *testing.T) {
+	for _, tc := range []struct{ latency, jitter time.Duration }{
+		{150 * time.Millisecond, 50 * time.Millisecond},
+		{120 * time.Millisecond, 100 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("%v±%v", tc.latency, tc.jitter), func(t *testing.T) {
+			reset(t)
+			rdb := jitteryNode(t, tc.latency, tc.jitter)
+			c, err := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			m := c.NewMutex("far")
+			start := time.Now()
+			errs := cycles(m, 40, 10*time.Second)
+			st := c.Stats()
+			t.Logf("40 cycles in %v; attempts %d, acquired %d", time.Since(start).Round(time.Millisecond), st.Attempts, st.Acquired)
+			require.Empty(t, errs, "no Lock or Unlock fails against a slow node")
+			requireFree(t, 1, "far", 3*time.Second)
+		})
+	}
+}
+
+// TestSlowMinorityDefaultOptions: three masters, one of them 100–200 ms away
+// behind a new Client with default options: 40 cycles without an error, and
+// every node, the slow one included, ends free.
+func TestSlowMinorityDefaultOptions(t *testing.T) {
+	reset(t)
+	require.NoError(t, cluster.Warm(t.Context()))
+	nodes := cluster.Clients()[:3]
+	nodes[0] = jitteryNode(t, 150*time.Millisecond, 50*time.Millisecond)
+	c, err := lock.New(lock.Options{Nodes: nodes})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	m := c.NewMutex("far-minority")
+	require.Empty(t, cycles(m, 40, 10*time.Second))
+	requireFree(t, 3, "far-minority", 3*time.Second)
+}
+
+// TestNodeThatGotSlowerDefaultOptions: a node first answers at loopback
+// speed (its timeout falls to the floor), then takes 300 ms per reply. The
+// timeouts back off and learn the new round trip: no call fails for good.
+func TestNodeThatGotSlowerDefaultOptions(t *testing.T) {
+	c := reset(t)
+	require.NoError(t, c.Warm(t.Context()))
+	lc, err := lock.New(lock.Options{Nodes: c.Clients()[:1]})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lc.Close() })
+	m := lc.NewMutex("slower")
+	require.Empty(t, cycles(m, 20, 10*time.Second))
+
+	require.NoError(t, c.Nodes[0].Slow(300*time.Millisecond)) // below the fixture's 500 ms IOTimeout
+	require.NoError(t, c.Warm(t.Context()))
+	require.Empty(t, cycles(m, 10, 10*time.Second))
+	st := lc.Stats()
+	t.Logf("attempts %d, acquired %d", st.Attempts, st.Acquired)
+	require.NoError(t, c.Nodes[0].Heal())
+	requireFree(t, 1, "slower", 3*time.Second)
+}
+
+// TestLoadedClientDefaultOptions: one Client with default options on 3
+// masters, with CPU burners in the same process (one per CPU, busy until the
+// workers finish, and never beyond 50 s), completes 1,000 Lock/Unlock cycles
+// over 8 goroutines without an error.
+func TestLoadedClientDefaultOptions(t *testing.T) {
+	c := reset(t)
+	require.NoError(t, c.Warm(t.Context()))
+	lc, err := lock.New(lock.Options{Nodes: c.Clients()[:3]})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lc.Close() })
+
+	var stop atomic.Bool
+	burnUntil := time.Now().Add(50 * time.Second)
+	var burners sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		burners.Go(func() {
+			x := uint64(1)
+			for i := 0; !stop.Load() && (i%1024 != 0 || time.Now().Before(burnUntil)); i++ {
+				x = x*6364136223846793005 + 1442695040888963407 // busy, not optimized away
+			}
+			runtime.KeepAlive(x)
+		})
+	}
+	defer burners.Wait()
+	defer stop.Store(true)
+
+	const workers, perWorker = 8, 125
+	var (
+		mu   sync.Mutex
+		errs []error
+		done atomic.Int64
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			m := lc.NewMutex(fmt.Sprintf("loaded-%d", w))
+			e := cycles(m, perWorker, 20*time.Second)
+			done.Add(int64(perWorker - len(e)))
+			mu.Lock()
+			errs = append(errs, e...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	stop.Store(true)
+	st := lc.Stats()
+	t.Logf("%d cycles in %v with %d burners; attempts %d, acquired %d", workers*perWorker, took.Round(time.Millisecond),
+		runtime.GOMAXPROCS(0), st.Attempts, st.Acquired)
+	require.Empty(t, errs, "no Lock or Unlock fails on a loaded client: %v", errors.Join(errs...))
+	require.EqualValues(t, workers*perWorker, done.Load())
+	for w := range workers {
+		requireFree(t, 3, fmt.Sprintf("loaded-%d", w), 3*time.Second)
+	}
+}
+
+// TestManyClientsDefaultOptions: the cell of issue 9 where relock alone
+// failed (48 Unlock errors in 5 s with NodeTimeout 100 ms): 64 goroutines,
+// each with its own Client and go-redis client, distinct names, 1 master,
+// for 5 s, now with default options: no Lock or Unlock fails. (With the
+// previous fixed 50 ms default it collapsed here: 9 cycles in 5 s.) The
+// go-redis clients have go-redis's defaults, as a user's would: the
+// fixture's 200 ms dial and 500 ms read timeouts are test settings that
+// -race on two busy cores exceeds on its own, whatever relock waits.
+func TestManyClientsDefaultOptions(t *testing.T) {
+	c := reset(t)
+	const goroutines = 64
+	run, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		errs   []error
+		cycled atomic.Int64
+		wg     sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for g := range goroutines {
+		rdb := redis.NewClient(&redis.Options{Addr: c.Nodes[0].Link().Addr()})
+		lc, err := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = lc.Close(); _ = rdb.Close() })
+		wg.Go(func() {
+			m := lc.NewMutex(fmt.Sprintf("many-%d", g))
+			for run.Err() == nil {
+				if err := m.Lock(run); err != nil {
+					if run.Err() == nil {
+						fail(fmt.Errorf("Lock: %w", err))
+					}
+					return
+				}
+				if err := m.Unlock(context.Background()); err != nil {
+					fail(fmt.Errorf("Unlock: %w", err))
+				}
+				cycled.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d cycles in 5s over %d Clients", cycled.Load(), goroutines)
+	require.Empty(t, errs, "no Lock or Unlock fails: %v", errors.Join(errs...))
+	require.Positive(t, cycled.Load())
+}

@@ -1,0 +1,146 @@
+package lock
+
+import (
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/rtt"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// releasePatience is how many times a node's acquire timeout a release
+// waits for it: a release has no validity to protect, and an Unlock that
+// reports failure for a node that was merely slow is a false alarm.
+const releasePatience = 4
+
+// callKind says what a fan-out is waiting for.
+type callKind int
+
+const (
+	// kindAcquire: acquires, renewals, reads. Bounded by the validity rule.
+	kindAcquire callKind = iota
+	// kindRelease: releases, which wait releasePatience times longer.
+	kindRelease
+)
+
+// nodeWaits decides how long a Client waits for each node: a fixed
+// Options.NodeTimeout, or one adaptive estimate per node (Options.NodeTimeout
+// left zero). See Options.NodeTimeout for the rules.
+type nodeWaits struct {
+	fixed time.Duration    // > 0: the user's fixed bound
+	floor time.Duration    // the least acquire timeout
+	lease time.Duration    // the Client's lease, which sets the ceiling
+	est   []*rtt.Estimator // adaptive: one per node
+}
+
+func newNodeWaits(opts Options) *nodeWaits {
+	w := &nodeWaits{floor: opts.NodeTimeout, lease: opts.Lease}
+	if !opts.adaptive {
+		w.fixed = opts.NodeTimeout
+		return w
+	}
+	cfg := rtt.Config{Floor: w.floor, Ceiling: ceilingFor(opts.Lease, w.floor), Initial: NodeTimeoutInitial}
+	for range opts.Nodes {
+		w.est = append(w.est, rtt.New(cfg))
+	}
+	return w
+}
+
+// ceilingFor is the longest acquire timeout for a lock with lease: a tenth
+// of it, so that an acquire that waited that long still has validity
+// lease − lease/10 − drift > 0 (0.89 × lease − 2 ms at the default drift).
+// Never below floor: leases are checked to span ten floors.
+func ceilingFor(lease, floor time.Duration) time.Duration {
+	return max(lease/minLeaseToTimeout, floor)
+}
+
+// wait returns how long to wait for node's answer to a call of kind on a
+// lock with lease, and the token to report a timeout with.
+func (w *nodeWaits) wait(node int, kind callKind, lease time.Duration) (time.Duration, rtt.Token) {
+	if w.fixed > 0 {
+		if kind == kindRelease {
+			return releasePatience * w.fixed, 0
+		}
+		return w.fixed, 0
+	}
+	timeout, token := w.est[node].Timeout()
+	ceiling := ceilingFor(lease, w.floor)
+	if kind == kindRelease {
+		// At most a tenth of the lease, but at least releasePatience floors
+		// so short leases keep some patience too.
+		return min(releasePatience*timeout, max(ceiling, releasePatience*w.floor)), token
+	}
+	return min(timeout, ceiling), token
+}
+
+// typical is how long node is worth waiting for once the outcome no longer
+// depends on it (a quorum answered): its round trips' own timeout without
+// backoff, at least the answered nodes' (so a node never sampled, or one
+// that just went dead, is not favoured over the healthy ones), and no more.
+func (w *nodeWaits) typical(node int, agreed []bool) time.Duration {
+	if w.fixed > 0 {
+		return w.fixed
+	}
+	d := w.est[node].Typical()
+	for j, ok := range agreed {
+		if ok {
+			d = max(d, w.est[j].Typical())
+		}
+	}
+	return d
+}
+
+// observe feeds node's estimate with the outcome of a call that was given
+// wait under token and returned after took: an answer is a sample, whenever
+// it came; no answer by the deadline backs the timer off. A call that ended
+// sooner without an answer (refused, cancelled) says nothing about timing.
+func (w *nodeWaits) observe(node int, token rtt.Token, wait, took time.Duration, answered bool) {
+	if w.fixed > 0 {
+		return
+	}
+	switch {
+	case answered:
+		w.est[node].Sample(took)
+	case took >= wait:
+		w.est[node].Expired(token)
+	}
+}
+
+// isAnswer reports whether a node call got the node's answer: a reply, or
+// an error the server itself returned. A renewal batch answered if any of
+// its renewals did.
+func isAnswer(value any, err error) bool {
+	if err != nil {
+		return isServerError(err)
+	}
+	if results, ok := value.([]reentrant.RenewResult); ok && len(results) > 0 {
+		for _, r := range results {
+			if r.Err == nil || isServerError(r.Err) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func isServerError(err error) bool {
+	var redisErr redis.Error
+	return errors.As(err, &redisErr) || errors.Is(err, reentrant.ErrWrongType)
+}
+
+// isAgreement reports whether an answer counts towards the quorum that
+// decides an operation: an acquire that took the lock, a release that found
+// the hold; any other answer (a read, a renewal batch) counts. A refusal or
+// a "not held" does not: with it in, the nodes still to answer may decide.
+func isAgreement(value any) bool {
+	switch v := value.(type) {
+	case reentrant.Acquisition:
+		return v.Acquired
+	case reentrant.ReleaseResult:
+		return v != reentrant.NotHeld
+	}
+	return true
+}

@@ -1,0 +1,195 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// These tests need no Redis: they check the wait policy of nodeWaits.
+
+func waitsFor(t *testing.T, opts Options, nodes int) *nodeWaits {
+	t.Helper()
+	for i := range nodes {
+		opts.Nodes = append(opts.Nodes, redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", i+1)}))
+	}
+	t.Cleanup(func() {
+		for _, n := range opts.Nodes {
+			_ = n.Close()
+		}
+	})
+	o, err := opts.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newNodeWaits(o)
+}
+
+func TestWaitsAdaptiveDefaults(t *testing.T) {
+	w := waitsFor(t, Options{}, 3)
+	lease := DefaultLease
+	if d, _ := w.wait(0, kindAcquire, lease); d != NodeTimeoutInitial {
+		t.Fatalf("acquire wait before any answer = %v; want %v", d, NodeTimeoutInitial)
+	}
+	if d, _ := w.wait(0, kindRelease, lease); d != lease/10 {
+		t.Fatalf("release wait before any answer = %v; want 4 × 1s capped at lease/10 = %v", d, lease/10)
+	}
+	w.est[0].Sample(time.Millisecond) // a loopback node: the floor
+	if d, _ := w.wait(0, kindAcquire, lease); d != NodeTimeoutFloor {
+		t.Fatalf("acquire wait of a fast node = %v; want the floor %v", d, NodeTimeoutFloor)
+	}
+	if d, _ := w.wait(0, kindRelease, lease); d != releasePatience*NodeTimeoutFloor {
+		t.Fatalf("release wait of a fast node = %v; want %v", d, releasePatience*NodeTimeoutFloor)
+	}
+	w.est[1].Sample(150 * time.Millisecond) // 150 + 4·75 ms
+	if d, _ := w.wait(1, kindAcquire, lease); d != 450*time.Millisecond {
+		t.Fatalf("acquire wait of a 150ms node = %v; want 450ms", d)
+	}
+	if d, _ := w.wait(1, kindRelease, lease); d != 1800*time.Millisecond {
+		t.Fatalf("release wait of a 150ms node = %v; want 1.8s", d)
+	}
+	// An explicit short lease lowers the ceiling of its own calls.
+	if d, _ := w.wait(1, kindAcquire, 2*time.Second); d != 200*time.Millisecond {
+		t.Fatalf("acquire wait for a 2s lease = %v; want lease/10 = 200ms", d)
+	}
+	if d, _ := w.wait(1, kindRelease, 2*time.Second); d != 400*time.Millisecond {
+		t.Fatalf("release wait for a 2s lease = %v; want 4 floors = 400ms", d)
+	}
+}
+
+// Whatever the estimate, an acquire that waited the longest keeps a
+// positive validity: the ceiling is a tenth of the lease.
+func TestWaitsCeilingKeepsValidity(t *testing.T) {
+	for _, lease := range []time.Duration{10 * time.Millisecond, 500 * time.Millisecond, time.Second, DefaultLease, 5 * time.Minute} {
+		w := waitsFor(t, Options{Lease: lease}, 1)
+		for range 20 {
+			_, tok := w.est[0].Timeout()
+			w.est[0].Expired(tok)
+		}
+		d, _ := w.wait(0, kindAcquire, lease)
+		if v := validity(lease, d, DefaultClockDriftFactor); v <= 0 || d > lease/10 {
+			t.Fatalf("lease %v: acquire wait %v leaves validity %v", lease, d, v)
+		}
+	}
+}
+
+func TestWaitsShortLeaseShrinksFloor(t *testing.T) {
+	w := waitsFor(t, Options{Lease: 500 * time.Millisecond}, 1)
+	if w.floor != 50*time.Millisecond {
+		t.Fatalf("floor = %v for a 500ms lease; want 50ms", w.floor)
+	}
+	if d, _ := w.wait(0, kindAcquire, 500*time.Millisecond); d != 50*time.Millisecond {
+		t.Fatalf("initial acquire wait = %v; want lease/10", d)
+	}
+}
+
+func TestWaitsFixed(t *testing.T) {
+	w := waitsFor(t, Options{NodeTimeout: 70 * time.Millisecond}, 3)
+	if w.est != nil {
+		t.Fatal("a fixed NodeTimeout must not estimate")
+	}
+	if d, _ := w.wait(2, kindAcquire, time.Hour); d != 70*time.Millisecond {
+		t.Fatalf("acquire wait = %v; want 70ms", d)
+	}
+	if d, _ := w.wait(2, kindRelease, time.Hour); d != 280*time.Millisecond {
+		t.Fatalf("release wait = %v; want 4 × 70ms", d)
+	}
+	if d := w.typical(1, []bool{true, false, true}); d != 70*time.Millisecond {
+		t.Fatalf("typical = %v; want 70ms", d)
+	}
+	w.observe(0, 0, time.Millisecond, time.Second, false) // no estimator: no panic
+}
+
+// Once a quorum answered, a straggler is worth its usual round trip, at
+// least the answered nodes': a node never heard from, or one that just went
+// dead and backed off, is not waited for longer than the healthy ones.
+func TestWaitsTypicalForStragglers(t *testing.T) {
+	w := waitsFor(t, Options{}, 3)
+	w.est[0].Sample(150 * time.Millisecond) // typical 450 ms
+	w.est[1].Sample(time.Millisecond)       // floor
+	if d := w.typical(2, []bool{false, true, false}); d != NodeTimeoutFloor {
+		t.Fatalf("typical of a node never heard from = %v; want the floor", d)
+	}
+	if d := w.typical(2, []bool{true, true, false}); d != 450*time.Millisecond {
+		t.Fatalf("typical = %v; want the answered nodes' 450ms", d)
+	}
+	for range 5 {
+		_, tok := w.est[2].Timeout()
+		w.est[2].Expired(tok)
+	}
+	if d := w.typical(2, []bool{false, true, false}); d != NodeTimeoutFloor {
+		t.Fatalf("typical of a backed-off node = %v; want the floor", d)
+	}
+}
+
+func TestObserve(t *testing.T) {
+	w := waitsFor(t, Options{}, 1)
+	_, tok := w.est[0].Timeout()
+	w.observe(0, tok, time.Second, 10*time.Millisecond, false) // refused fast: nothing
+	if d, _ := w.wait(0, kindAcquire, DefaultLease); d != NodeTimeoutInitial {
+		t.Fatalf("wait = %v after a fast failure; want unchanged", d)
+	}
+	w.observe(0, tok, time.Second, time.Second, false) // no answer in time: back off
+	if d, _ := w.wait(0, kindAcquire, DefaultLease); d != 2*time.Second {
+		t.Fatalf("wait = %v after a timeout; want 2s", d)
+	}
+	w.observe(0, tok, time.Second, 200*time.Millisecond, true) // an answer
+	if d, _ := w.wait(0, kindAcquire, DefaultLease); d != 600*time.Millisecond {
+		t.Fatalf("wait = %v after a 200ms answer; want 600ms", d)
+	}
+}
+
+func TestIsAnswer(t *testing.T) {
+	cases := []struct {
+		name  string
+		value any
+		err   error
+		want  bool
+	}{
+		{"reply", reentrant.Acquisition{}, nil, true},
+		{"timeout", reentrant.Acquisition{}, context.DeadlineExceeded, false},
+		{"refused", nil, errors.New("dial tcp: connection refused"), false},
+		{"client closed", nil, fmt.Errorf("wrapped: %w", redis.ErrClosed), false},
+		{"server error", nil, fmt.Errorf("wrapped: %w", serverError("ERR busy")), true},
+		{"wrong type", nil, &reentrant.WrongTypeError{Key: "k", Type: "string"}, true},
+		{"renewals answered", []reentrant.RenewResult{{Err: context.Canceled}, {Held: true}}, nil, true},
+		{"renewals all failed", []reentrant.RenewResult{{Err: context.Canceled}, {Err: context.Canceled}}, nil, false},
+	}
+	for _, tc := range cases {
+		if got := isAnswer(tc.value, tc.err); got != tc.want {
+			t.Errorf("%s: isAnswer = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestIsAgreement(t *testing.T) {
+	for _, tc := range []struct {
+		value any
+		want  bool
+	}{
+		{reentrant.Acquisition{Acquired: true}, true},
+		{reentrant.Acquisition{HolderTTL: time.Second}, false},
+		{reentrant.Released, true},
+		{reentrant.StillHeld, true},
+		{reentrant.NotHeld, false},
+		{reentrant.Info{}, true},
+		{[]reentrant.RenewResult{{Held: true}}, true},
+	} {
+		if got := isAgreement(tc.value); got != tc.want {
+			t.Errorf("isAgreement(%#v) = %v; want %v", tc.value, got, tc.want)
+		}
+	}
+}
+
+// serverError stands for an error reply of Redis (go-redis's own type is
+// internal).
+type serverError string
+
+func (e serverError) Error() string { return string(e) }
+func (serverError) RedisError()     {}
