@@ -96,16 +96,7 @@ func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
 	if err != nil {
 		return Acquisition{}, n.scriptError(op.Key, err)
 	}
-	if len(reply) != 3 {
-		return Acquisition{}, fmt.Errorf("relock: acquire: unexpected reply %v", reply)
-	}
-	a := Acquisition{Acquired: reply[0] == 1, Fence: reply[2]}
-	if a.Acquired {
-		a.Count = reply[1]
-	} else {
-		a.HolderTTL = pttl(reply[1])
-	}
-	return a, nil
+	return acquisitionOf(reply)
 }
 
 // ReleaseResult is what one node answered to a release.
