@@ -3,9 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -26,11 +24,14 @@ type Client struct {
 	stats  counters
 	dog    *watchdog.Watchdog
 	broker *pubsub.Broker // one subscription per node for every waiter
+	// cleaners[i] does node i's background clean-ups: undo, release
+	// retries, repairs.
+	cleaners []*cleaner
 
 	life     context.Context // ends at Close: background work stops
 	stop     context.CancelFunc
 	inflight sync.WaitGroup // node calls, including those fanOut gave up on
-	bg       sync.WaitGroup // background clean-ups
+	bg       sync.WaitGroup // the cleaners' drainers
 	ops      sync.WaitGroup // callers' operations in progress (begin/end)
 	closing  chan struct{}  // closed when Close begins: waiting Locks give up
 
@@ -57,6 +58,7 @@ func New(opts Options) (*Client, error) {
 	for _, n := range opts.Nodes {
 		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
 		c.addrs = append(c.addrs, nodeAddr(n))
+		c.cleaners = append(c.cleaners, newCleaner(c, len(c.cleaners)))
 	}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.dog = watchdog.New(c.renewBatch, watchdog.Options{})
@@ -156,15 +158,6 @@ func (c *Client) track(m *Mutex, holding bool) {
 	} else {
 		delete(c.held, m)
 	}
-}
-
-// jitter returns a random delay in [d/2, 3d/2): attempts that failed together
-// must not retry in lockstep.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d)
 }
 
 // inBackground runs f on the Client's lifetime context, tracked so Close

@@ -87,11 +87,7 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 			agreed++
 		}
 	}
-	if len(retry) > 0 {
-		m.c.inBackground(func(bg context.Context) {
-			m.c.retryUntil(bg, retry, deadline, m.c.releaseCall(op))
-		})
-	}
+	m.c.releaseOn(op, retry, deadline)
 
 	switch {
 	case agreed >= m.c.quorum:
