@@ -198,14 +198,29 @@ func TestWatchdogScalesToThousandsOfLocks(t *testing.T) {
 	c := newLockClient(t, 3, lock.Options{Lease: 3 * time.Second, NodeTimeout: 250 * time.Millisecond})
 	ctx := ctxFor(t, 60*time.Second)
 	base := fixture.NumGoroutine()
+	mutexes := lockMany(t, ctx, c, "many", locks)
 
-	mutexes := make([]*lock.Mutex, locks)
+	peak := peakGoroutines(3*time.Second + 500*time.Millisecond) // three ticks of 1s
+	t.Logf("goroutines (the proxies' own left out): %d before, peak %d (+%d) while renewing %d locks", base, peak, peak-base, locks)
+	require.Less(t, peak-base, 100, "goroutines must not grow with the number of locks")
+
+	requireRenewed(t, ctx, "many", mutexes, 3)
+	for _, m := range mutexes {
+		require.NoError(t, m.Unlock(ctx))
+	}
+}
+
+// lockMany locks n locks named prefix:0 … prefix:n-1 through c, from 16
+// goroutines, and returns their handles in order.
+func lockMany(tb testing.TB, ctx context.Context, c *lock.Client, prefix string, n int) []*lock.Mutex {
+	tb.Helper()
+	mutexes := make([]*lock.Mutex, n)
 	var wg sync.WaitGroup
-	errs := make(chan error, locks)
+	errs := make(chan error, 16)
 	for w := range 16 {
 		wg.Go(func() {
-			for i := w; i < locks; i += 16 {
-				m := c.NewMutex(fmt.Sprintf("many:%d", i))
+			for i := w; i < n; i += 16 {
+				m := c.NewMutex(fmt.Sprintf("%s:%d", prefix, i))
 				if err := m.Lock(ctx); err != nil {
 					errs <- err
 					return
@@ -217,41 +232,45 @@ func TestWatchdogScalesToThousandsOfLocks(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return mutexes
+}
 
+// peakGoroutines samples fixture.NumGoroutine every 20ms for d and returns
+// the highest count seen.
+func peakGoroutines(d time.Duration) int {
 	peak := 0
-	end := time.Now().Add(3*time.Second + 500*time.Millisecond) // three ticks of 1s
-	for time.Now().Before(end) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		peak = max(peak, fixture.NumGoroutine())
-		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("goroutines (the proxies' own left out): %d before, peak %d while renewing %d locks", base, peak, locks)
-	require.Less(t, peak-base, 100, "goroutines must not grow with the number of locks")
+	return peak
+}
 
-	// Every lock still held on every node, with a lease renewed recently.
+// requireRenewed asserts that no handle reported a loss and that each lock
+// is held on each of the first nodes nodes with more than a second of lease
+// left.
+func requireRenewed(tb testing.TB, ctx context.Context, prefix string, mutexes []*lock.Mutex, nodes int) {
+	tb.Helper()
 	for i, m := range mutexes {
 		select {
 		case <-m.Lost():
-			t.Fatalf("lock %d lost", i)
+			tb.Fatalf("lock %d lost", i)
 		default:
 		}
 	}
-	for node := range 3 {
+	for node := range nodes {
 		p := cluster.Nodes[node].Direct().Pipeline()
-		cmds := make([]interface{ Val() time.Duration }, locks)
+		cmds := make([]interface{ Val() time.Duration }, len(mutexes))
 		for i := range mutexes {
-			k, _ := reentrant.NewKey("", fmt.Sprintf("many:%d", i))
+			k, _ := reentrant.NewKey("", fmt.Sprintf("%s:%d", prefix, i))
 			cmds[i] = p.PTTL(ctx, k.Lock)
 		}
 		_, err := p.Exec(ctx)
-		require.NoError(t, err)
+		require.NoError(tb, err)
 		for i, cmd := range cmds {
-			require.Greater(t, cmd.Val(), time.Second, "node %d lock %d not renewed", node, i)
+			require.Greater(tb, cmd.Val(), time.Second, "node %d lock %d not renewed", node, i)
 		}
-	}
-	for _, m := range mutexes {
-		require.NoError(t, m.Unlock(ctx))
 	}
 }
 
