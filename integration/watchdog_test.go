@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -237,14 +238,32 @@ func lockMany(tb testing.TB, ctx context.Context, c *lock.Client, prefix string,
 	return mutexes
 }
 
-// peakGoroutines samples fixture.NumGoroutine every 20ms for d and returns
-// the highest count seen.
+// peakGoroutines samples fixture.NumGoroutine for d and returns the highest
+// count seen.
 func peakGoroutines(d time.Duration) int {
-	peak := 0
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		peak = max(peak, fixture.NumGoroutine())
-	}
-	return peak
+	stop := goroutinePeak()
+	time.Sleep(d)
+	return stop()
+}
+
+// goroutinePeak samples fixture.NumGoroutine every 20ms, from a goroutine of
+// its own, until the function it returns is called; that returns the
+// highest count seen, its own goroutine left out.
+func goroutinePeak() func() int {
+	done, peak := make(chan struct{}), make(chan int)
+	go func() {
+		high := fixture.NumGoroutine()
+		for {
+			select {
+			case <-done:
+				peak <- high - 1
+				return
+			case <-time.After(20 * time.Millisecond):
+				high = max(high, fixture.NumGoroutine())
+			}
+		}
+	}()
+	return func() int { close(done); return <-peak }
 }
 
 // requireRenewed asserts that no handle reported a loss and that each lock
@@ -272,6 +291,89 @@ func requireRenewed(tb testing.TB, ctx context.Context, prefix string, mutexes [
 			require.Greater(tb, cmd.Val(), time.Second, "node %d lock %d not renewed", node, i)
 		}
 	}
+}
+
+// TestRepairOfThousandsOfLocksIsBounded: a node that lost 2,000 held locks
+// (flushed, as if it restarted empty) gets every one back from the next
+// renewals, and the repairs cost no goroutine per lock.
+func TestRepairOfThousandsOfLocksIsBounded(t *testing.T) {
+	const locks = 2000
+	reset(t)
+	c := newLockClient(t, 3, lock.Options{Lease: 3 * time.Second, NodeTimeout: 250 * time.Millisecond})
+	ctx := ctxFor(t, 60*time.Second)
+	base := fixture.NumGoroutine()
+	mutexes := lockMany(t, ctx, c, "repair-many", locks)
+
+	stop := goroutinePeak()
+	require.NoError(t, cluster.Nodes[2].Direct().FlushAll(ctx).Err())
+	time.Sleep(2*time.Second + 500*time.Millisecond) // two ticks of 1s
+	peak := stop()
+	t.Logf("goroutines: %d before, peak %d (+%d) while repairing %d locks on one node", base, peak, peak-base, locks)
+	require.Less(t, peak-base, 100, "repairs must not start a goroutine per lock")
+	requireRenewed(t, ctx, "repair-many", mutexes, 3)
+	for _, m := range mutexes {
+		require.NoError(t, m.Unlock(ctx))
+	}
+}
+
+// TestUndoOfManyFailedAttemptsIsBounded: with a majority paused, hundreds of
+// failed TryLocks each leave their undo queued for nodes whose state is
+// unknown; the undos cost no goroutine per attempt, and once the nodes
+// resume and run the queued acquires, the undos sent again take them back.
+func TestUndoOfManyFailedAttemptsIsBounded(t *testing.T) {
+	const (
+		locks   = 200
+		workers = 8
+		lease   = 10 * time.Second
+	)
+	cl := reset(t)
+	require.NoError(t, cl.Warm(t.Context()))
+	c := newLockClient(t, 3, lock.Options{NodeTimeout: 100 * time.Millisecond})
+	ctx := ctxFor(t, 60*time.Second)
+	// Load the scripts first, so the paused nodes queue the scripts
+	// themselves, not a NOSCRIPT round.
+	warm := c.NewMutex("undo-many:warm")
+	require.NoError(t, warm.Lock(ctx))
+	require.NoError(t, warm.Unlock(ctx))
+	base := fixture.NumGoroutine()
+
+	require.NoError(t, cl.Nodes[0].Pause(ctx))
+	require.NoError(t, cl.Nodes[1].Pause(ctx))
+	paused := true
+	defer func() {
+		if paused {
+			_ = cl.Nodes[0].Unpause(ctx)
+			_ = cl.Nodes[1].Unpause(ctx)
+		}
+	}()
+	stop := goroutinePeak()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < locks; i += workers {
+				ok, err := c.NewMutex(fmt.Sprintf("undo-many:%d", i)).TryLockFor(ctx, lease)
+				assert.False(t, ok, "no quorum with a majority paused")
+				assert.ErrorIs(t, err, lock.ErrNoQuorum)
+			}
+		})
+	}
+	wg.Wait()
+	peak := stop()
+	t.Logf("goroutines: %d before, peak %d (+%d) over %d failed attempts with a majority paused (%v)",
+		base, peak, peak-base, locks, time.Since(start).Round(time.Millisecond))
+	require.Less(t, peak-base, 100, "undos must not start a goroutine per attempt")
+
+	require.NoError(t, cl.Nodes[0].Unpause(ctx))
+	require.NoError(t, cl.Nodes[1].Unpause(ctx))
+	paused = false
+	// The attempts' leases are still running: the queued acquires that the
+	// nodes run on resuming are taken back by the undos sent again, well
+	// before those leases would end them.
+	for i := range locks {
+		requireFree(t, 3, fmt.Sprintf("undo-many:%d", i), 2*time.Second)
+	}
+	require.Less(t, time.Since(start), lease, "freed by the undos, not by the leases")
 }
 
 // TestNoGoroutineLeaks: nothing outlives Unlock, and nothing outlives Close.

@@ -50,6 +50,7 @@ type cleanup struct {
 	repairBy time.Time // and give up then: the next renewal asks again
 
 	due   time.Time
+	last  bool // due at the release's end: its last send, not yet expired
 	retry backoff.Backoff
 	gen   int // grows with each change, so a round's result never drops newer work
 }

@@ -198,7 +198,12 @@ func (w *cleaner) settle(round []item, results []reentrant.ChangeResult) {
 			continue
 		}
 		if retry {
-			e.due = now.Add(e.retry.Next())
+			e.due, e.last = now.Add(e.retry.Next()), false
+			// A release goes out one last time at its end, not a backoff
+			// short of it: an older acquire may land until then.
+			if end := e.end(); e.release.Owner != "" && e.due.After(end) && now.Before(end) {
+				e.due, e.last = end, true
+			}
 		}
 	}
 }
@@ -229,7 +234,7 @@ func (e *cleanup) expire(now time.Time) {
 	switch {
 	case e.late != nil && now.After(e.lateUntil):
 		e.dropRelease()
-	case e.late == nil && e.release.Owner != "" && now.After(later(e.deadline, e.until)):
+	case e.late == nil && e.release.Owner != "" && !e.last && now.After(e.end()):
 		e.dropRelease()
 	}
 	if e.repair != nil && now.After(e.repairBy) {
@@ -237,8 +242,11 @@ func (e *cleanup) expire(now time.Time) {
 	}
 }
 
+// end is when the release stops being sent.
+func (e *cleanup) end() time.Time { return later(e.deadline, e.until) }
+
 func (e *cleanup) dropRelease() {
-	e.release, e.late = reentrant.Op{}, nil
+	e.release, e.late, e.last = reentrant.Op{}, nil, false
 	e.deadline, e.until, e.lateUntil = time.Time{}, time.Time{}, time.Time{}
 }
 

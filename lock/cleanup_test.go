@@ -165,3 +165,28 @@ func TestCleanupLateReplyMergedWithOtherWorkIsUnknown(t *testing.T) {
 		t.Fatalf("entry %+v: want the newest undo, kept until the late attempt's deadline", e)
 	}
 }
+
+func TestCleanupSendsAKeptReleaseOneLastTimeAtItsEnd(t *testing.T) {
+	c, w := idleCleaner()
+	until := time.Now().Add(30 * time.Millisecond)
+	c.keepReleasing(testOp(3), 0, until)
+	round, _, _ := w.take(time.Now())
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.NotHeld}})
+	e := onlyEntry(t, w)
+	if e.due.After(until) {
+		t.Fatalf("next send %v after the end; want it at the end at the latest", e.due.Sub(until))
+	}
+	// Even when the drainer wakes after the end, the last send goes out.
+	e.due, e.last = until, true
+	time.Sleep(time.Until(until) + 10*time.Millisecond)
+	round, _, _ = w.take(time.Now())
+	if len(round) != 1 || round[0].undo == nil {
+		t.Fatal("the last send at the end was dropped")
+	}
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.NotHeld}})
+	if len(w.pending) != 0 {
+		t.Fatal("after its last send the release is done")
+	}
+}
