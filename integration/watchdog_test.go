@@ -195,10 +195,10 @@ func TestDoEndsContextOnLoss(t *testing.T) {
 // ticks stay held, with a goroutine count independent of the lock count.
 func TestWatchdogScalesToThousandsOfLocks(t *testing.T) {
 	const locks = 2000
-	ctx, mutexes, base := holdMany(t, "many", locks)
+	c, ctx, mutexes, base := holdMany(t, "many", locks)
 
 	peak := peakGoroutines(3*time.Second + 500*time.Millisecond) // three ticks of 1s
-	t.Logf("goroutines (the proxies' own left out): %d before, peak %d (+%d) while renewing %d locks", base, peak, peak-base, locks)
+	t.Logf("goroutines (the proxies' own left out): %d before, peak %d (+%d) while renewing %d locks; %+v", base, peak, peak-base, locks, c.Stats())
 	require.Less(t, peak-base, 100, "goroutines must not grow with the number of locks")
 
 	requireRenewed(t, ctx, "many", mutexes, 3)
@@ -207,13 +207,14 @@ func TestWatchdogScalesToThousandsOfLocks(t *testing.T) {
 
 // holdMany resets the cluster and locks n locks named prefix:0 …
 // prefix:n-1 on 3 masters, with a 3s lease renewed every second. It returns
-// a ctx for the test, the handles, and the goroutine count before locking.
-func holdMany(t *testing.T, prefix string, n int) (context.Context, []*lock.Mutex, int) {
+// the Client, a ctx for the test, the handles, and the goroutine count
+// before locking.
+func holdMany(t *testing.T, prefix string, n int) (*lock.Client, context.Context, []*lock.Mutex, int) {
 	reset(t)
 	c := newLockClient(t, 3, lock.Options{Lease: 3 * time.Second, NodeTimeout: 250 * time.Millisecond})
 	ctx := ctxFor(t, 60*time.Second)
 	base := fixture.NumGoroutine()
-	return ctx, lockMany(t, ctx, c, prefix, n), base
+	return c, ctx, lockMany(t, ctx, c, prefix, n), base
 }
 
 func unlockAll(t *testing.T, ctx context.Context, mutexes []*lock.Mutex) {
@@ -309,7 +310,7 @@ func requireRenewed(tb testing.TB, ctx context.Context, prefix string, mutexes [
 // renewals, and the repairs cost no goroutine per lock.
 func TestRepairOfThousandsOfLocksIsBounded(t *testing.T) {
 	const locks = 2000
-	ctx, mutexes, base := holdMany(t, "repair-many", locks)
+	_, ctx, mutexes, base := holdMany(t, "repair-many", locks)
 
 	stop := goroutinePeak()
 	require.NoError(t, cluster.Nodes[2].Direct().FlushAll(ctx).Err())

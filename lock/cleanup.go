@@ -46,8 +46,8 @@ type cleanup struct {
 	late      *outcome[reentrant.Acquisition]
 	lateUntil time.Time
 
-	repair   *Mutex    // write the holder's count back on the node
-	repairBy time.Time // and give up then: the next renewal asks again
+	repair   *Mutex    // write the holder's count back on the node, once
+	repairBy time.Time // or give up then: the next renewal asks again
 
 	due   time.Time
 	last  bool // due at the release's end: its last send, not yet expired
@@ -109,8 +109,8 @@ func (c *Client) undoLate(op reentrant.Op, node int, late *outcome[reentrant.Acq
 }
 
 // repairLater writes m's current count back on the given nodes, which
-// answered "not held" while a quorum holds the lock, until it gets through
-// or by passes. The repair is an acquire with the current count: it changes
+// answered "not held" while a quorum holds the lock: one attempt, made by
+// by at the latest. The repair is an acquire with the current count: it changes
 // nothing where another owner took the lock meanwhile.
 func (c *Client) repairLater(m *Mutex, nodes []int, by time.Time) {
 	for _, node := range nodes {

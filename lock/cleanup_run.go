@@ -184,12 +184,14 @@ func (w *cleaner) settle(round []item, results []reentrant.ChangeResult) {
 				e.dropRelease()
 			}
 		}
-		switch {
-		case it.rep >= 0 && results[it.rep].Err != nil:
-			retry = true
-		case !it.repairBusy && it.repair != nil:
-			e.repair = nil // written back, taken by another owner meanwhile, or no longer held
-			if it.rep >= 0 && results[it.rep].Acquisition.Acquired {
+		if it.repair != nil && !it.repairBusy {
+			// One attempt per request, whatever came of it (written back,
+			// taken by another owner meanwhile, no longer held, or failed):
+			// the next renewal that finds the node without the lock asks
+			// again. Retrying here would hold the owner's opMu again and
+			// again, and starve the renewals that need it.
+			e.repair = nil
+			if it.rep >= 0 && results[it.rep].Err == nil && results[it.rep].Acquisition.Acquired {
 				repaired++
 			}
 		}
