@@ -24,8 +24,8 @@ type attempt struct {
 
 // acquire tries once to bring op.Owner's hold count to op.Count on a quorum.
 // On failure nothing of the attempt is left: every node that took it, or did
-// not answer, is set back to op.Count-1, in the background for the nodes that
-// cannot be reached now, until the attempt's lease would have run out.
+// not answer, is set back to op.Count-1 by the nodes' clean-up queues, which
+// retry until the attempt's lease would have run out.
 func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
