@@ -49,8 +49,10 @@ type cleanup struct {
 	repair   *Mutex    // write the holder's count back on the node, once
 	repairBy time.Time // or give up then: the next renewal asks again
 
-	due   time.Time
-	last  bool // due at the release's end: its last send, not yet expired
+	due time.Time
+	// once: the release goes out once more before it may expire (it is new,
+	// or this is its last send, at its end).
+	once  bool
 	retry backoff.Backoff
 	gen   int // grows with each change, so a round's result never drops newer work
 }
@@ -136,7 +138,7 @@ func (w *cleaner) add(op reentrant.Op, set func(*cleanup)) {
 		e.late = nil
 	}
 	if e.release.Owner == "" || op.Seq > e.release.Seq {
-		e.release = op
+		e.release, e.once = op, true // every release is sent at least once
 	}
 	set(e)
 	w.mu.Unlock()

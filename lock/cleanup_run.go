@@ -200,11 +200,11 @@ func (w *cleaner) settle(round []item, results []reentrant.ChangeResult) {
 			continue
 		}
 		if retry {
-			e.due, e.last = now.Add(e.retry.Next()), false
+			e.due, e.once = now.Add(e.retry.Next()), false
 			// A release goes out one last time at its end, not a backoff
 			// short of it: an older acquire may land until then.
 			if end := e.end(); e.release.Owner != "" && e.due.After(end) && now.Before(end) {
-				e.due, e.last = end, true
+				e.due, e.once = end, true
 			}
 		}
 	}
@@ -236,7 +236,7 @@ func (e *cleanup) expire(now time.Time) {
 	switch {
 	case e.late != nil && now.After(e.lateUntil):
 		e.dropRelease()
-	case e.late == nil && e.release.Owner != "" && !e.last && now.After(e.end()):
+	case e.late == nil && e.release.Owner != "" && !e.once && now.After(e.end()):
 		e.dropRelease()
 	}
 	if e.repair != nil && now.After(e.repairBy) {
@@ -248,7 +248,7 @@ func (e *cleanup) expire(now time.Time) {
 func (e *cleanup) end() time.Time { return later(e.deadline, e.until) }
 
 func (e *cleanup) dropRelease() {
-	e.release, e.late, e.last = reentrant.Op{}, nil, false
+	e.release, e.late, e.once = reentrant.Op{}, nil, false
 	e.deadline, e.until, e.lateUntil = time.Time{}, time.Time{}, time.Time{}
 }
 

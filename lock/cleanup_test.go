@@ -67,7 +67,10 @@ func TestCleanupTakesWhatIsDueAndDropsWhatExpired(t *testing.T) {
 	if id := round[0].undo.ReleaseID; id != "c:o/3" {
 		t.Fatalf("release id %q", id)
 	}
-	// Past its deadline the release is dropped, and the queue is empty.
+	// Past its deadline, once sent, the release is dropped, and the queue
+	// is empty.
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Err: errors.New("boom")}})
 	round, _, more = w.take(now.Add(2 * time.Second))
 	if more || len(round) != 0 || len(w.pending) != 0 || w.running {
 		t.Fatalf("after the deadline: round %d, more %v, %d pending, running %v", len(round), more, len(w.pending), w.running)
@@ -178,7 +181,7 @@ func TestCleanupSendsAKeptReleaseOneLastTimeAtItsEnd(t *testing.T) {
 		t.Fatalf("next send %v after the end; want it at the end at the latest", e.due.Sub(until))
 	}
 	// Even when the drainer wakes after the end, the last send goes out.
-	e.due, e.last = until, true
+	e.due, e.once = until, true
 	time.Sleep(time.Until(until) + 10*time.Millisecond)
 	round, _, _ = w.take(time.Now())
 	if len(round) != 1 || round[0].undo == nil {
@@ -188,5 +191,19 @@ func TestCleanupSendsAKeptReleaseOneLastTimeAtItsEnd(t *testing.T) {
 	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.NotHeld}})
 	if len(w.pending) != 0 {
 		t.Fatal("after its last send the release is done")
+	}
+}
+
+func TestCleanupSendsEveryReleaseOnceEvenPastItsDeadline(t *testing.T) {
+	c, w := idleCleaner()
+	c.releaseOn(testOp(3), []int{0}, time.Now().Add(-time.Second))
+	round, _, _ := w.take(time.Now())
+	if len(round) != 1 || round[0].undo == nil {
+		t.Fatal("a release whose deadline had passed when it was queued was never sent")
+	}
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Err: errors.New("boom")}})
+	if round, _, _ = w.take(time.Now().Add(time.Hour)); len(round) != 0 || len(w.pending) != 0 {
+		t.Fatal("past its deadline a failed release is not retried")
 	}
 }
