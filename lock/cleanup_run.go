@@ -271,3 +271,24 @@ func (m *Mutex) repairOp() (op reentrant.Op, ok, busy bool) {
 	}
 	return m.op(m.count, m.lease, 1), true, false
 }
+
+// flush sends every queued release once, whatever its due time, in one
+// round trip: Close calls it before stopping the drainers, so that an
+// attempt that failed just before Close is still taken back at once rather
+// than left to its lease. Repairs are dropped: the holds are released.
+func (w *cleaner) flush(ctx context.Context) {
+	w.mu.Lock()
+	var changes []reentrant.Change
+	for _, e := range w.pending {
+		if e.release.Owner != "" && len(changes) < maxCleanupBatch {
+			changes = append(changes, reentrant.Change{Op: e.release, Release: true, ReleaseID: releaseID(e.release)})
+		}
+	}
+	w.mu.Unlock()
+	if len(changes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.c.callTimeout(w.node))
+	defer cancel()
+	w.c.nodes[w.node].Apply(ctx, changes)
+}

@@ -78,7 +78,8 @@ func (c *Client) ID() string { return c.id }
 func (c *Client) Nodes() (n, quorum int) { return len(c.nodes), c.quorum }
 
 // Close releases every lock still held through this Client, stops renewing,
-// waits for background clean-ups and in-flight node calls, and makes every
+// sends every queued clean-up once more (an undo still waiting for its
+// backoff goes out now), waits for in-flight node calls, and makes every
 // later operation return ErrClosed. Once Close has begun no operation
 // starts: a Lock waiting for the lock returns ErrClosed at once, and one
 // whose attempt wins while Close runs gives the hold back and returns
@@ -112,6 +113,11 @@ func (c *Client) Close() error {
 	}
 	c.dog.Close()
 	c.broker.Close()
+	var flushes sync.WaitGroup
+	for _, w := range c.cleaners {
+		flushes.Go(func() { w.flush(c.life) })
+	}
+	flushes.Wait()
 	c.mu.Lock()
 	c.stop() // under mu: inBackground never adds to bg once this ran
 	c.mu.Unlock()
