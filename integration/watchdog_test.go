@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -194,18 +195,45 @@ func TestDoEndsContextOnLoss(t *testing.T) {
 // ticks stay held, with a goroutine count independent of the lock count.
 func TestWatchdogScalesToThousandsOfLocks(t *testing.T) {
 	const locks = 2000
+	c, ctx, mutexes, base := holdMany(t, "many", locks)
+
+	peak := peakGoroutines(3*time.Second + 500*time.Millisecond) // three ticks of 1s
+	t.Logf("goroutines (the proxies' own left out): %d before, peak %d (+%d) while renewing %d locks; %+v", base, peak, peak-base, locks, c.Stats())
+	require.Less(t, peak-base, 100, "goroutines must not grow with the number of locks")
+
+	requireRenewed(t, ctx, "many", mutexes, 3)
+	unlockAll(t, ctx, mutexes)
+}
+
+// holdMany resets the cluster and locks n locks named prefix:0 …
+// prefix:n-1 on 3 masters, with a 3s lease renewed every second. It returns
+// the Client, a ctx for the test, the handles, and the goroutine count
+// before locking.
+func holdMany(t *testing.T, prefix string, n int) (*lock.Client, context.Context, []*lock.Mutex, int) {
 	reset(t)
 	c := newLockClient(t, 3, lock.Options{Lease: 3 * time.Second, NodeTimeout: 250 * time.Millisecond})
 	ctx := ctxFor(t, 60*time.Second)
 	base := fixture.NumGoroutine()
+	return c, ctx, lockMany(t, ctx, c, prefix, n), base
+}
 
-	mutexes := make([]*lock.Mutex, locks)
+func unlockAll(t *testing.T, ctx context.Context, mutexes []*lock.Mutex) {
+	for _, m := range mutexes {
+		require.NoError(t, m.Unlock(ctx))
+	}
+}
+
+// lockMany locks n locks named prefix:0 … prefix:n-1 through c, from 16
+// goroutines, and returns their handles in order.
+func lockMany(tb testing.TB, ctx context.Context, c *lock.Client, prefix string, n int) []*lock.Mutex {
+	tb.Helper()
+	mutexes := make([]*lock.Mutex, n)
 	var wg sync.WaitGroup
-	errs := make(chan error, locks)
+	errs := make(chan error, 16)
 	for w := range 16 {
 		wg.Go(func() {
-			for i := w; i < locks; i += 16 {
-				m := c.NewMutex(fmt.Sprintf("many:%d", i))
+			for i := w; i < n; i += 16 {
+				m := c.NewMutex(fmt.Sprintf("%s:%d", prefix, i))
 				if err := m.Lock(ctx); err != nil {
 					errs <- err
 					return
@@ -217,42 +245,141 @@ func TestWatchdogScalesToThousandsOfLocks(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return mutexes
+}
 
-	peak := 0
-	end := time.Now().Add(3*time.Second + 500*time.Millisecond) // three ticks of 1s
-	for time.Now().Before(end) {
-		peak = max(peak, fixture.NumGoroutine())
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Logf("goroutines (the proxies' own left out): %d before, peak %d while renewing %d locks", base, peak, locks)
-	require.Less(t, peak-base, 100, "goroutines must not grow with the number of locks")
+// peakGoroutines samples fixture.NumGoroutine for d and returns the highest
+// count seen.
+func peakGoroutines(d time.Duration) int {
+	stop := goroutinePeak()
+	time.Sleep(d)
+	return stop()
+}
 
-	// Every lock still held on every node, with a lease renewed recently.
+// goroutinePeak samples fixture.NumGoroutine every 20ms, from a goroutine of
+// its own, until the function it returns is called; that returns the
+// highest count seen, its own goroutine left out.
+func goroutinePeak() func() int {
+	done, peak := make(chan struct{}), make(chan int)
+	go func() {
+		high := fixture.NumGoroutine()
+		for {
+			select {
+			case <-done:
+				peak <- high - 1
+				return
+			case <-time.After(20 * time.Millisecond):
+				high = max(high, fixture.NumGoroutine())
+			}
+		}
+	}()
+	return func() int { close(done); return <-peak }
+}
+
+// requireRenewed asserts that no handle reported a loss and that each lock
+// is held on each of the first nodes nodes with more than a second of lease
+// left.
+func requireRenewed(tb testing.TB, ctx context.Context, prefix string, mutexes []*lock.Mutex, nodes int) {
+	tb.Helper()
 	for i, m := range mutexes {
 		select {
 		case <-m.Lost():
-			t.Fatalf("lock %d lost", i)
+			tb.Fatalf("lock %d lost", i)
 		default:
 		}
 	}
-	for node := range 3 {
+	for node := range nodes {
 		p := cluster.Nodes[node].Direct().Pipeline()
-		cmds := make([]interface{ Val() time.Duration }, locks)
+		cmds := make([]interface{ Val() time.Duration }, len(mutexes))
 		for i := range mutexes {
-			k, _ := reentrant.NewKey("", fmt.Sprintf("many:%d", i))
+			k, _ := reentrant.NewKey("", fmt.Sprintf("%s:%d", prefix, i))
 			cmds[i] = p.PTTL(ctx, k.Lock)
 		}
 		_, err := p.Exec(ctx)
-		require.NoError(t, err)
+		require.NoError(tb, err)
 		for i, cmd := range cmds {
-			require.Greater(t, cmd.Val(), time.Second, "node %d lock %d not renewed", node, i)
+			require.Greater(tb, cmd.Val(), time.Second, "node %d lock %d not renewed", node, i)
 		}
 	}
-	for _, m := range mutexes {
-		require.NoError(t, m.Unlock(ctx))
+}
+
+// TestRepairOfThousandsOfLocksIsBounded: a node that lost 2,000 held locks
+// (flushed, as if it restarted empty) gets every one back from the next
+// renewals, and the repairs cost no goroutine per lock.
+func TestRepairOfThousandsOfLocksIsBounded(t *testing.T) {
+	const locks = 2000
+	_, ctx, mutexes, base := holdMany(t, "repair-many", locks)
+
+	stop := goroutinePeak()
+	require.NoError(t, cluster.Nodes[2].Direct().FlushAll(ctx).Err())
+	time.Sleep(2*time.Second + 500*time.Millisecond) // two ticks of 1s
+	peak := stop()
+	t.Logf("goroutines: %d before, peak %d (+%d) while repairing %d locks on one node", base, peak, peak-base, locks)
+	require.Less(t, peak-base, 100, "repairs must not start a goroutine per lock")
+	requireRenewed(t, ctx, "repair-many", mutexes, 3)
+	unlockAll(t, ctx, mutexes)
+}
+
+// TestUndoOfManyFailedAttemptsIsBounded: with a majority paused, hundreds of
+// failed TryLocks each leave their undo queued for nodes whose state is
+// unknown; the undos cost no goroutine per attempt, and once the nodes
+// resume and run the queued acquires, the undos sent again take them back.
+func TestUndoOfManyFailedAttemptsIsBounded(t *testing.T) {
+	const (
+		locks   = 200
+		workers = 8
+		lease   = 10 * time.Second
+	)
+	cl := reset(t)
+	require.NoError(t, cl.Warm(t.Context()))
+	c := newLockClient(t, 3, lock.Options{NodeTimeout: 100 * time.Millisecond})
+	ctx := ctxFor(t, 60*time.Second)
+	// Load the scripts first, so the paused nodes queue the scripts
+	// themselves, not a NOSCRIPT round.
+	warm := c.NewMutex("undo-many:warm")
+	require.NoError(t, warm.Lock(ctx))
+	require.NoError(t, warm.Unlock(ctx))
+	base := fixture.NumGoroutine()
+
+	require.NoError(t, cl.Nodes[0].Pause(ctx))
+	require.NoError(t, cl.Nodes[1].Pause(ctx))
+	paused := true
+	defer func() {
+		if paused {
+			_ = cl.Nodes[0].Unpause(ctx)
+			_ = cl.Nodes[1].Unpause(ctx)
+		}
+	}()
+	stop := goroutinePeak()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < locks; i += workers {
+				ok, err := c.NewMutex(fmt.Sprintf("undo-many:%d", i)).TryLockFor(ctx, lease)
+				assert.False(t, ok, "no quorum with a majority paused")
+				assert.ErrorIs(t, err, lock.ErrNoQuorum)
+			}
+		})
 	}
+	wg.Wait()
+	peak := stop()
+	t.Logf("goroutines: %d before, peak %d (+%d) over %d failed attempts with a majority paused (%v)",
+		base, peak, peak-base, locks, time.Since(start).Round(time.Millisecond))
+	require.Less(t, peak-base, 100, "undos must not start a goroutine per attempt")
+
+	require.NoError(t, cl.Nodes[0].Unpause(ctx))
+	require.NoError(t, cl.Nodes[1].Unpause(ctx))
+	paused = false
+	// The attempts' leases are still running: the queued acquires that the
+	// nodes run on resuming are taken back by the undos sent again, well
+	// before those leases would end them.
+	for i := range locks {
+		requireFree(t, 3, fmt.Sprintf("undo-many:%d", i), 2*time.Second)
+	}
+	require.Less(t, time.Since(start), lease, "freed by the undos, not by the leases")
 }
 
 // TestNoGoroutineLeaks: nothing outlives Unlock, and nothing outlives Close.

@@ -24,8 +24,8 @@ type attempt struct {
 
 // acquire tries once to bring op.Owner's hold count to op.Count on a quorum.
 // On failure nothing of the attempt is left: every node that took it, or did
-// not answer, is set back to op.Count-1, in the background for the nodes that
-// cannot be reached now, until the attempt's lease would have run out.
+// not answer, is set back to op.Count-1 by the nodes' clean-up queues, which
+// retry until the attempt's lease would have run out.
 func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
@@ -82,105 +82,17 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 // success, and a paused node runs a queued acquire when it resumes). Nodes
 // that answered "held by another" changed nothing. Unknown nodes are undone
 // again and again until deadline, the end of the attempt's lease, unless
-// their late reply shows what happened.
+// their late reply shows what happened. It all happens in the background,
+// in the nodes' clean-up queues.
 func (c *Client) undo(op reentrant.Op, replies []reply[reentrant.Acquisition], deadline time.Time) {
-	var took, unknown []int
 	for _, r := range replies {
 		switch {
 		case r.late != nil:
 			c.undoLate(op, r.node, r.late, deadline)
 		case r.err != nil:
-			unknown = append(unknown, r.node)
+			c.keepReleasing(undoOf(op), r.node, deadline)
 		case r.value.Acquired:
-			took = append(took, r.node)
+			c.setBack(op, []int{r.node}, deadline)
 		}
-	}
-	c.setBack(op, took, deadline)
-	c.keepSettingBack(op, unknown, deadline)
-}
-
-// undoLate waits in the background for a node call that outlived its
-// fan-out, then undoes what its reply shows, or keeps undoing if there is
-// none.
-func (c *Client) undoLate(op reentrant.Op, node int, late *outcome[reentrant.Acquisition], deadline time.Time) {
-	c.inBackground(func(ctx context.Context) {
-		wait := time.NewTimer(time.Until(deadline))
-		defer wait.Stop()
-		select {
-		case <-late.done:
-		case <-wait.C:
-			return // the attempt's lease is over on that node anyway
-		case <-ctx.Done():
-			return
-		}
-		switch {
-		case late.err != nil:
-			c.keepSettingBack(op, []int{node}, deadline)
-		case late.value.Acquired:
-			c.setBack(op, []int{node}, deadline)
-		}
-	})
-}
-
-// setBack returns op.Owner's count to op.Count-1 on the given nodes (a
-// release with a newer sequence number, so it never overrides a later
-// operation). Nodes that answer now are done; the others are retried in the
-// background until deadline.
-func (c *Client) setBack(op reentrant.Op, nodes []int, deadline time.Time) {
-	if len(nodes) > 0 {
-		c.releaseOn(undoOf(op), nodes, deadline)
-	}
-}
-
-// keepSettingBack sends the undo to nodes whose state is unknown, again and
-// again until deadline: an acquire still queued there may land after any
-// one undo. The sequence numbers keep this harmless to later operations.
-func (c *Client) keepSettingBack(op reentrant.Op, nodes []int, deadline time.Time) {
-	if len(nodes) == 0 {
-		return
-	}
-	release := c.releaseCall(undoOf(op))
-	c.inBackground(func(ctx context.Context) {
-		again := func() bool {
-			c.eachNode(ctx, nodes, release)
-			return false // never done: only the deadline ends it
-		}
-		again()
-		c.everyBackoff(ctx, deadline, 20*time.Millisecond, time.Second, again)
-	})
-}
-
-// undoOf is the release that takes back op: one hold fewer, with the
-// sequence number the caller reserved right after op's.
-func undoOf(op reentrant.Op) reentrant.Op {
-	undo := op
-	undo.Count = op.Count - 1
-	undo.Seq = op.Seq + 1
-	return undo
-}
-
-// releaseOn sends a release to the given nodes, first at once with the
-// per-node timeout, then in the background for the nodes that failed, with
-// backoff, until deadline or Close.
-func (c *Client) releaseOn(op reentrant.Op, nodes []int, deadline time.Time) {
-	release := c.releaseCall(op)
-	failed := c.eachNode(c.life, nodes, release)
-	if len(failed) == 0 {
-		return
-	}
-	c.inBackground(func(ctx context.Context) {
-		c.retryUntil(ctx, failed, deadline, release)
-	})
-}
-
-// releaseCall is a call of eachNode that sends op's release to one node,
-// bounded by the node timeout.
-func (c *Client) releaseCall(op reentrant.Op) func(context.Context, int) error {
-	id := releaseID(op)
-	return func(ctx context.Context, node int) error {
-		ctx, cancel := context.WithTimeout(ctx, c.opts.NodeTimeout)
-		defer cancel()
-		_, err := c.nodes[node].Release(ctx, op, id)
-		return err
 	}
 }

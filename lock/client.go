@@ -3,9 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -28,11 +26,14 @@ type Client struct {
 	dog    *watchdog.Watchdog
 	broker *pubsub.Broker // one subscription per node for every waiter
 	ident  *identifier    // the first-contact duplicate check
+	// cleaners[i] does node i's background clean-ups: undo, release
+	// retries, repairs.
+	cleaners []*cleaner
 
 	life     context.Context // ends at Close: background work stops
 	stop     context.CancelFunc
 	inflight sync.WaitGroup // node calls, including those fanOut gave up on
-	bg       sync.WaitGroup // background clean-ups
+	bg       sync.WaitGroup // the cleaners' drainers
 	ops      sync.WaitGroup // callers' operations in progress (begin/end)
 	closing  chan struct{}  // closed when Close begins: waiting Locks give up
 
@@ -61,6 +62,7 @@ func New(opts Options) (*Client, error) {
 	for _, n := range opts.Nodes {
 		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
 		c.addrs = append(c.addrs, nodeAddr(n))
+		c.cleaners = append(c.cleaners, newCleaner(c, len(c.cleaners)))
 	}
 	c.ident = newIdentifier(opts.Nodes, c.addrs, opts.NodeTimeout, opts.Logger)
 	c.life, c.stop = context.WithCancel(context.Background())
@@ -81,7 +83,8 @@ func (c *Client) ID() string { return c.id }
 func (c *Client) Nodes() (n, quorum int) { return len(c.nodes), c.quorum }
 
 // Close releases every lock still held through this Client, stops renewing,
-// waits for background clean-ups and in-flight node calls, and makes every
+// sends every queued clean-up once more (an undo still waiting for its
+// backoff goes out now), waits for in-flight node calls, and makes every
 // later operation return ErrClosed. Once Close has begun no operation
 // starts: a Lock waiting for the lock returns ErrClosed at once, and one
 // whose attempt wins while Close runs gives the hold back and returns
@@ -116,6 +119,11 @@ func (c *Client) Close() error {
 	c.dog.Close()
 	c.broker.Close()
 	c.ident.close()
+	var flushes sync.WaitGroup
+	for _, w := range c.cleaners {
+		flushes.Go(func() { w.flush(c.life) })
+	}
+	flushes.Wait()
 	c.mu.Lock()
 	c.stop() // under mu: inBackground never adds to bg once this ran
 	c.mu.Unlock()
@@ -162,15 +170,6 @@ func (c *Client) track(m *Mutex, holding bool) {
 	} else {
 		delete(c.held, m)
 	}
-}
-
-// jitter returns a random delay in [d/2, 3d/2): attempts that failed together
-// must not retry in lockstep.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d)
 }
 
 // inBackground runs f on the Client's lifetime context, tracked so Close

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/reentrant"
 )
 
 // A quorum is only as good as the independence of its nodes: the same
@@ -145,11 +147,13 @@ func runID(ctx context.Context, n redis.Cmdable) (string, error) {
 // refused INFO (the node cannot be identified), not like a network error.
 var errNoRunID = errors.New("INFO server has no run_id")
 
-// isServerError reports whether err is an answer from Redis (an error reply)
-// rather than a failure to get one.
+// isServerError reports whether err is an answer from Redis (an error reply,
+// foreign data under a key, an INFO without run_id) rather than a failure to
+// get one: the node is there, however it answered.
 func isServerError(err error) bool {
 	var re redis.Error
-	return errors.Is(err, errNoRunID) || (errors.As(err, &re) && !errors.Is(err, redis.ErrClosed))
+	return errors.Is(err, errNoRunID) || errors.Is(err, reentrant.ErrWrongType) ||
+		(errors.As(err, &re) && !errors.Is(err, redis.ErrClosed))
 }
 
 // identifier runs the first-contact duplicate check (see the comment at the

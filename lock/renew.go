@@ -48,7 +48,7 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 			outcomes[i] = watchdog.Outcome{Renewed: true, ValidUntil: start.Add(elapsed + v)}
 			c.stats.renewals.Add(1)
 			if len(repair) > 0 {
-				c.repair(values[i].(*Mutex), repair)
+				c.repairLater(values[i].(*Mutex), repair, outcomes[i].ValidUntil)
 			}
 		case notHeld > len(c.nodes)-c.quorum:
 			outcomes[i] = watchdog.Outcome{Lost: true}
@@ -76,29 +76,4 @@ func (m *Mutex) renewOp() reentrant.Op {
 		return reentrant.Op{}
 	}
 	return m.op(m.count, m.lease, 1)
-}
-
-// repair writes the holder's count back on nodes that lost the lock (they
-// restarted empty, or missed an acquire) while a quorum still holds it. It
-// is an acquire with the current count: it changes nothing where another
-// owner took the lock meanwhile.
-func (c *Client) repair(m *Mutex, nodes []int) {
-	c.inBackground(func(ctx context.Context) {
-		m.opMu.Lock()
-		defer m.opMu.Unlock()
-		m.mu.Lock()
-		if m.count == 0 || m.isLost {
-			m.mu.Unlock()
-			return
-		}
-		op := m.op(m.count, m.lease, 1)
-		m.mu.Unlock()
-		c.eachNode(ctx, nodes, func(ctx context.Context, node int) error {
-			ctx, cancel := context.WithTimeout(ctx, c.opts.NodeTimeout)
-			defer cancel()
-			_, err := c.nodes[node].Acquire(ctx, op)
-			return err
-		})
-		c.opts.Logger.Info("relock: repaired a lock on nodes that had lost it", "name", m.key.Name, "nodes", nodes)
-	})
 }

@@ -1,10 +1,7 @@
 package lock
 
 import (
-	"errors"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/rtt"
 	"github.com/relock-go/relock/reentrant"
@@ -124,11 +121,6 @@ func isAnswer(value any, err error) bool {
 		return false
 	}
 	return true
-}
-
-func isServerError(err error) bool {
-	var redisErr redis.Error
-	return errors.As(err, &redisErr) || errors.Is(err, reentrant.ErrWrongType)
 }
 
 // isAgreement reports whether an answer counts towards the quorum that

@@ -60,7 +60,9 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 	}
 	wasLost := m.isLost
 	op := m.op(target, m.lease, 1)
-	deadline := m.validUntil.Add(m.lease) // past any lease a node may still hold
+	// Past any lease a node may still hold: renewals set it from their own
+	// time, so count from now, not from the first acquisition.
+	deadline := time.Now().Add(m.lease)
 	m.mu.Unlock()
 
 	if wasLost {
@@ -89,11 +91,7 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 			agreed++
 		}
 	}
-	if len(retry) > 0 {
-		m.c.inBackground(func(bg context.Context) {
-			m.c.retryUntil(bg, retry, deadline, m.c.releaseCall(op))
-		})
-	}
+	m.c.releaseOn(op, retry, deadline)
 
 	switch {
 	case agreed >= m.c.quorum:

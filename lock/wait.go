@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/relock-go/relock/internal/backoff"
 	"github.com/relock-go/relock/pubsub"
 )
 
@@ -89,5 +90,5 @@ func sleepAfter(a attempt, retryDelay time.Duration) time.Duration {
 	if a.contended && a.holderTTL >= 0 {
 		return max(a.holderTTL, time.Millisecond)
 	}
-	return max(jitter(retryDelay), time.Millisecond)
+	return max(backoff.Jitter(retryDelay), time.Millisecond)
 }

@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/backoff"
 )
 
-// Backoff between reads after a connection error, so a node that is down
-// is redialled about once a second rather than in a hot loop.
-const (
-	minBackoff = 50 * time.Millisecond
-	maxBackoff = time.Second
-)
+// newRedialBackoff spaces the reads after connection errors, so a node that
+// is down is redialled about once a second rather than in a hot loop, and
+// the nodes of many Clients do not redial in lockstep.
+func newRedialBackoff() backoff.Backoff {
+	return backoff.Backoff{First: 50 * time.Millisecond, Max: time.Second, Jitter: true}
+}
 
 // receiveLoop reads the node's connection until the node stops. It reads
 // with ReceiveTimeout rather than go-redis's Channel so that errors reach it:
@@ -23,13 +25,13 @@ const (
 // hear about that.
 func (n *node) receiveLoop() {
 	var (
-		up      bool          // the connection last worked
-		backoff time.Duration // since the last error; 0 once a read succeeds
-		heard   = time.Now()  // the last reply or message, or the last redial
-		probing bool          // a health PING is out: silence now means a dead connection
+		up      bool                 // the connection last worked
+		redial  = newRedialBackoff() // started since the last error; reset once a read succeeds
+		heard   = time.Now()         // the last reply or message, or the last redial
+		probing bool                 // a health PING is out: silence now means a dead connection
 	)
 	for {
-		if backoff > 0 && !n.awaitChannels() {
+		if redial.Started() && !n.awaitChannels() {
 			return
 		}
 		msg, err := n.receive(probing)
@@ -39,8 +41,8 @@ func (n *node) receiveLoop() {
 		switch {
 		case err == nil:
 			heard, probing = time.Now(), false
-			if backoff > 0 {
-				backoff = 0
+			if redial.Started() {
+				redial.Reset()
 				n.log.Info("relock/pubsub: connection restored")
 				n.events.connectionChanged(n.index, false)
 			}
@@ -60,8 +62,7 @@ func (n *node) receiveLoop() {
 			probing = false
 			n.connectionBroke(err, up)
 			up = false
-			backoff = nextBackoff(backoff)
-			if !n.sleep(backoff) {
+			if !n.sleep(redial.Next()) {
 				return
 			}
 			heard = time.Now()
@@ -149,11 +150,6 @@ func (n *node) sleep(d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// nextBackoff doubles d within [minBackoff, maxBackoff].
-func nextBackoff(d time.Duration) time.Duration {
-	return min(max(2*d, minBackoff), maxBackoff)
 }
 
 func isTimeout(err error) bool {

@@ -163,18 +163,15 @@ func TestBarrierPayload(t *testing.T) {
 	}
 }
 
-func TestNextBackoff(t *testing.T) {
-	var got []time.Duration
-	d := time.Duration(0)
-	for range 7 {
-		d = nextBackoff(d)
-		got = append(got, d)
+func TestRedialBackoffGrowsToAboutASecond(t *testing.T) {
+	b := newRedialBackoff()
+	if d := b.Next(); d < 25*time.Millisecond || d >= 75*time.Millisecond {
+		t.Fatalf("first redial after %v; want about 50ms", d)
 	}
-	want := []time.Duration{50, 100, 200, 400, 800, 1000, 1000}
-	for i := range want {
-		want[i] *= time.Millisecond
+	for range 10 {
+		b.Next()
 	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("backoff %v, want %v", got, want)
+	if d := b.Next(); d < 500*time.Millisecond || d >= 1500*time.Millisecond {
+		t.Fatalf("a node down for long is redialled after %v; want about 1s", d)
 	}
 }

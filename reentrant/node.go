@@ -105,21 +105,12 @@ func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
 	if err := op.check(1); err != nil {
 		return Acquisition{}, err
 	}
-	reply, err := n.calls.run(ctx, lua.Acquire, []string{op.Key.Lock, op.Key.Fence, op.Key.Tombstone(op.Owner)},
+	reply, err := n.calls.run(ctx, lua.Acquire, acquireKeys(op),
 		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq).Int64Slice()
 	if err != nil {
 		return Acquisition{}, n.opError(op, err)
 	}
-	if len(reply) != 3 || reply[0] < 0 || reply[0] > 2 {
-		return Acquisition{}, fmt.Errorf("relock: acquire: unexpected reply %v", reply)
-	}
-	a := Acquisition{Acquired: reply[0] == 1, Stale: reply[0] == 2, Fence: reply[2]}
-	if a.Acquired {
-		a.Count = reply[1]
-	} else {
-		a.HolderTTL = pttl(reply[1])
-	}
-	return a, nil
+	return acquisitionOf(reply)
 }
 
 // ReleaseResult is what one node answered to a release.
@@ -155,7 +146,7 @@ func (n *Node) Release(ctx context.Context, op Op, releaseID string) (ReleaseRes
 	if err := op.check(0); err != nil {
 		return NotHeld, err
 	}
-	r, err := n.calls.run(ctx, lua.Release, []string{op.Key.Lock, op.Key.Channel, op.Key.Tombstone(op.Owner)},
+	r, err := n.calls.run(ctx, lua.Release, releaseKeys(op),
 		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID).Int64()
 	if err != nil {
 		return NotHeld, n.opError(op, err)

@@ -1,0 +1,186 @@
+package lock
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/relock-go/relock/internal/backoff"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// cleaner does one node's background clean-ups: the undo of failed
+// acquires, the releases that did not get through, and the repair of locks
+// the node lost. The work is a queue with one entry per (lock, owner), so it
+// grows with the locks being cleaned up, never the goroutines: one goroutine
+// per node drains it while it is not empty, sending everything due in one
+// pipelined round trip.
+type cleaner struct {
+	c    *Client
+	node int
+	wake chan struct{} // new work may be due before the drainer would wake
+
+	mu      sync.Mutex
+	pending map[cleanupKey]*cleanup
+	running bool // a drainer goroutine is on the queue
+}
+
+type cleanupKey struct{ lock, owner string }
+
+// cleanup is what is left to do for one owner of one lock on one node.
+//
+// Only the owner's newest release matters: its sequence number is above
+// those of every older operation, so sending it also undoes any older
+// acquire that is still on its way to the node. Merging releases keeps the
+// newest one and the latest of their deadlines.
+type cleanup struct {
+	release  reentrant.Op // the release to send; Owner is "" when none
+	deadline time.Time    // a failed release is retried until then
+	// until: the release is sent again and again until then, even after it
+	// got through, because the node's state is unknown: an acquire queued
+	// there (a paused node, a lost reply) may land after any one release.
+	until time.Time
+	// late, when set, is the acquire the release undoes, still running: its
+	// reply decides whether to send once (it took the lock), to keep sending
+	// until lateUntil (no reply), or nothing (it found another holder).
+	late      *outcome[reentrant.Acquisition]
+	lateUntil time.Time
+
+	repair   *Mutex    // write the holder's count back on the node, once
+	repairBy time.Time // or give up then: the next renewal asks again
+
+	due time.Time
+	// once: the release goes out once more before it may expire (it is new,
+	// or this is its last send, at its end).
+	once  bool
+	retry backoff.Backoff
+	gen   int // grows with each change, so a round's result never drops newer work
+}
+
+// Clean-ups retry with backoff from a few ms to a second, so a node that is
+// down costs about one round trip a second, however many locks wait on it.
+const (
+	cleanupFirstRetry = 10 * time.Millisecond
+	cleanupMaxRetry   = time.Second
+)
+
+func newCleaner(c *Client, node int) *cleaner {
+	return &cleaner{c: c, node: node, wake: make(chan struct{}, 1), pending: make(map[cleanupKey]*cleanup)}
+}
+
+// callTimeout bounds one background round trip to a node: a release's
+// wait for that node (fixed, or adapted to its round trips).
+func (c *Client) callTimeout(node int) time.Duration {
+	d, _ := c.waits.wait(node, kindRelease, c.opts.Lease)
+	return d
+}
+
+// setBack undoes the acquire op on the given nodes, which took it: one
+// release that gets through is enough; failures are retried until deadline.
+func (c *Client) setBack(op reentrant.Op, nodes []int, deadline time.Time) {
+	c.releaseOn(undoOf(op), nodes, deadline)
+}
+
+// releaseOn sends op's release to the given nodes in the background,
+// retrying each until it gets through or deadline passes.
+func (c *Client) releaseOn(op reentrant.Op, nodes []int, deadline time.Time) {
+	for _, node := range nodes {
+		c.cleaners[node].add(op, func(e *cleanup) {
+			e.deadline = later(e.deadline, deadline)
+		})
+	}
+}
+
+// keepReleasing sends op's release to node again and again until deadline:
+// the node's state is unknown, and an older acquire may still land there.
+func (c *Client) keepReleasing(op reentrant.Op, node int, deadline time.Time) {
+	c.cleaners[node].add(op, func(e *cleanup) {
+		e.deadline = later(e.deadline, deadline)
+		e.until = later(e.until, deadline)
+	})
+}
+
+// undoLate undoes the acquire whose reply from node is late, once that reply
+// says what to do, or keeps undoing until deadline if none comes.
+func (c *Client) undoLate(op reentrant.Op, node int, late *outcome[reentrant.Acquisition], deadline time.Time) {
+	undo := undoOf(op)
+	c.cleaners[node].add(undo, func(e *cleanup) {
+		e.deadline = later(e.deadline, deadline)
+		if e.release.Seq == undo.Seq && e.until.IsZero() {
+			e.late, e.lateUntil = late, deadline // nothing else to keep sending: the reply decides
+			return
+		}
+		e.until = later(e.until, deadline) // merged with other work: assume the worst
+	})
+}
+
+// repairLater writes m's current count back on the given nodes, which
+// answered "not held" while a quorum holds the lock: one attempt, made by
+// by at the latest. The repair is an acquire with the current count: it changes
+// nothing where another owner took the lock meanwhile.
+func (c *Client) repairLater(m *Mutex, nodes []int, by time.Time) {
+	for _, node := range nodes {
+		w := c.cleaners[node]
+		w.mu.Lock()
+		e := w.entry(m.key.Lock, m.owner)
+		e.repair, e.repairBy = m, later(e.repairBy, by)
+		w.mu.Unlock()
+		w.start()
+	}
+}
+
+// add merges the release op into the entry of its lock and owner, keeping
+// the newer one, lets set adjust the entry's deadlines, and starts the
+// drainer.
+func (w *cleaner) add(op reentrant.Op, set func(*cleanup)) {
+	w.mu.Lock()
+	e := w.entry(op.Key.Lock, op.Owner)
+	if e.late != nil {
+		// Two operations to reason about: treat the late one as unknown.
+		e.until = later(e.until, e.lateUntil)
+		e.deadline = later(e.deadline, e.lateUntil)
+		e.late = nil
+	}
+	if e.release.Owner == "" || op.Seq > e.release.Seq {
+		e.release, e.once = op, true // every release is sent at least once
+	}
+	set(e)
+	w.mu.Unlock()
+	w.start()
+}
+
+// entry returns the entry of (lock, owner), made due now. The caller holds
+// w.mu.
+func (w *cleaner) entry(lock, owner string) *cleanup {
+	k := cleanupKey{lock, owner}
+	e := w.pending[k]
+	if e == nil {
+		e = &cleanup{retry: backoff.Backoff{First: cleanupFirstRetry, Max: cleanupMaxRetry, Jitter: true}}
+		w.pending[k] = e
+	}
+	e.gen++
+	e.due = time.Now()
+	return e
+}
+
+// undoOf is the release that takes back op: one hold fewer, with the
+// sequence number the caller reserved right after op's.
+func undoOf(op reentrant.Op) reentrant.Op {
+	undo := op
+	undo.Count = op.Count - 1
+	undo.Seq = op.Seq + 1
+	return undo
+}
+
+// releaseID is the payload published when op releases a lock: the same on
+// every node for one release, so waiters count the N copies once.
+func releaseID(op reentrant.Op) string {
+	return op.Owner + "/" + strconv.FormatInt(op.Seq, 10)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,294 @@
+package lock
+
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+const (
+	// maxCleanupBatch caps the changes of one round trip, so that a round
+	// stays well within the call timeout however long the queue.
+	maxCleanupBatch = 1000
+	// cleanupLookAhead: entries due this soon leave with those due now, so
+	// that entries due close together share a round trip.
+	cleanupLookAhead = 5 * time.Millisecond
+)
+
+// item is one entry's part in a round: a release, a repair, or both.
+type item struct {
+	key    cleanupKey
+	e      *cleanup
+	gen    int
+	undo   *reentrant.Change // the release to send, if any
+	repair *Mutex            // the holder to write back, if any
+
+	rel, rep   int  // their index in the round's changes; -1 when not sent
+	repairBusy bool // the owner had an operation on the wire: try again soon
+}
+
+// start makes sure a drainer goroutine runs on the queue. Once the Client
+// is closed nothing runs, and the nodes' leases end whatever was queued.
+func (w *cleaner) start() {
+	w.mu.Lock()
+	running := w.running
+	w.running = true
+	w.mu.Unlock()
+	if running {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if !w.c.inBackground(w.drain) {
+		w.stop()
+	}
+}
+
+// stop forgets the queue: the Client is closed.
+func (w *cleaner) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running = false
+	clear(w.pending)
+}
+
+// drain sends what is due, round after round, and returns when the queue is
+// empty or the Client closes.
+func (w *cleaner) drain(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if ctx.Err() != nil {
+			w.stop()
+			return
+		}
+		round, next, more := w.take(time.Now())
+		switch {
+		case !more:
+			return
+		case len(round) > 0:
+			w.settle(round, w.send(ctx, round))
+			continue
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+		case <-w.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// take picks the entries due now (up to a batch), drops what expired, and
+// returns when the next entry comes due. more is false when the queue is
+// empty: the drainer then ends, and the next add starts another.
+func (w *cleaner) take(now time.Time) (round []item, next time.Time, more bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changes := 0
+	for k, e := range w.pending {
+		e.settleLate()
+		e.expire(now)
+		if e.idle() {
+			delete(w.pending, k)
+			continue
+		}
+		it := item{key: k, e: e, gen: e.gen, repair: e.repair, rel: -1, rep: -1}
+		if e.late == nil && e.release.Owner != "" {
+			it.undo = &reentrant.Change{Op: e.release, Release: true, ReleaseID: releaseID(e.release)}
+		}
+		if it.undo == nil && it.repair == nil && !e.due.After(now) {
+			e.due = now.Add(cleanupFirstRetry) // an undo waiting for a late reply
+		}
+		if e.due.After(now.Add(cleanupLookAhead)) || changes >= maxCleanupBatch || (it.undo == nil && it.repair == nil) {
+			if next.IsZero() || e.due.Before(next) {
+				next = e.due
+			}
+			continue
+		}
+		changes += 2
+		round = append(round, it)
+	}
+	if len(w.pending) == 0 {
+		w.running = false
+		return nil, next, false
+	}
+	return round, next, true
+}
+
+// send runs one round: one pipelined round trip to the node with every
+// release and repair of the round, a release before the repair of the same
+// entry (the repair's sequence number is the newer one).
+func (w *cleaner) send(ctx context.Context, round []item) []reentrant.ChangeResult {
+	changes := make([]reentrant.Change, 0, 2*len(round))
+	var locked []*Mutex
+	for i := range round {
+		it := &round[i]
+		if it.undo != nil {
+			it.rel = len(changes)
+			changes = append(changes, *it.undo)
+		}
+		if it.repair == nil {
+			continue
+		}
+		op, ok, busy := it.repair.repairOp()
+		it.repairBusy = busy
+		if ok {
+			it.rep = len(changes)
+			changes = append(changes, reentrant.Change{Op: op})
+			locked = append(locked, it.repair)
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.c.callTimeout(w.node))
+	defer cancel()
+	results := w.c.nodes[w.node].Apply(ctx, changes)
+	for _, m := range locked {
+		m.opMu.Unlock()
+	}
+	return results
+}
+
+// settle records a round's results: what got through is done (a release
+// that must keep being sent comes due again), what failed is retried after
+// a backoff. An entry that changed while the round was out is left due
+// now, untouched.
+func (w *cleaner) settle(round []item, results []reentrant.ChangeResult) {
+	now := time.Now()
+	repaired := 0
+	w.mu.Lock()
+	defer func() {
+		w.mu.Unlock()
+		if repaired > 0 {
+			w.c.opts.Logger.Info("relock: repaired locks on a node that had lost them", "node", w.node, "locks", repaired)
+		}
+	}()
+	for _, it := range round {
+		e := w.pending[it.key]
+		if e != it.e || e.gen != it.gen {
+			continue
+		}
+		retry := it.repairBusy
+		if it.rel >= 0 {
+			switch {
+			case results[it.rel].Err != nil:
+				retry = true
+			case now.Before(e.until):
+				retry = true // sent again until the older acquire cannot land any more
+			default:
+				e.dropRelease()
+			}
+		}
+		if it.repair != nil && !it.repairBusy {
+			// One attempt per request, whatever came of it (written back,
+			// taken by another owner meanwhile, no longer held, or failed):
+			// the next renewal that finds the node without the lock asks
+			// again. Retrying here would hold the owner's opMu again and
+			// again, and starve the renewals that need it.
+			e.repair = nil
+			if it.rep >= 0 && results[it.rep].Err == nil && results[it.rep].Acquisition.Acquired {
+				repaired++
+			}
+		}
+		if e.idle() {
+			delete(w.pending, it.key)
+			continue
+		}
+		if retry {
+			e.due, e.once = now.Add(e.retry.Next()), false
+			// A release goes out one last time at its end, not a backoff
+			// short of it: an older acquire may land until then.
+			if end := e.end(); e.release.Owner != "" && e.due.After(end) && now.Before(end) {
+				e.due, e.once = end, true
+			}
+		}
+	}
+}
+
+// settleLate decides the undo of a late acquire once its reply is in.
+func (e *cleanup) settleLate() {
+	if e.late == nil {
+		return
+	}
+	select {
+	case <-e.late.done:
+	default:
+		return
+	}
+	switch {
+	case e.late.err != nil:
+		e.until = later(e.until, e.lateUntil) // no reply: it may still land
+	case !e.late.value.Acquired:
+		e.dropRelease() // it found another holder: nothing to undo
+	}
+	e.late = nil
+}
+
+// expire drops the work whose time is over: past it, the node's lease ends
+// what a release would have taken back, and the next renewal asks for a
+// repair again.
+func (e *cleanup) expire(now time.Time) {
+	switch {
+	case e.late != nil && now.After(e.lateUntil):
+		e.dropRelease()
+	case e.late == nil && e.release.Owner != "" && !e.once && now.After(e.end()):
+		e.dropRelease()
+	}
+	if e.repair != nil && now.After(e.repairBy) {
+		e.repair = nil
+	}
+}
+
+// end is when the release stops being sent.
+func (e *cleanup) end() time.Time { return later(e.deadline, e.until) }
+
+func (e *cleanup) dropRelease() {
+	e.release, e.late, e.once = reentrant.Op{}, nil, false
+	e.deadline, e.until, e.lateUntil = time.Time{}, time.Time{}, time.Time{}
+}
+
+func (e *cleanup) idle() bool { return e.release.Owner == "" && e.repair == nil }
+
+// repairOp is the acquire that writes the hold back on a node that lost it.
+// When ok, it returns with m.opMu held: the caller unlocks it once the
+// round trip is over, so no operation of the owner overtakes the repair.
+// busy: an operation of the owner is on the wire (it sets the node's state
+// itself, or the repair is tried again). Neither: the hold is over.
+func (m *Mutex) repairOp() (op reentrant.Op, ok, busy bool) {
+	if !m.opMu.TryLock() {
+		return op, false, true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.count == 0 || m.isLost {
+		m.opMu.Unlock()
+		return op, false, false
+	}
+	return m.op(m.count, m.lease, 1), true, false
+}
+
+// flush sends every queued release once, whatever its due time, in one
+// round trip: Close calls it before stopping the drainers, so that an
+// attempt that failed just before Close is still taken back at once rather
+// than left to its lease. Repairs are dropped: the holds are released.
+func (w *cleaner) flush(ctx context.Context) {
+	w.mu.Lock()
+	var changes []reentrant.Change
+	for _, e := range w.pending {
+		if e.release.Owner != "" && len(changes) < maxCleanupBatch {
+			changes = append(changes, reentrant.Change{Op: e.release, Release: true, ReleaseID: releaseID(e.release)})
+		}
+	}
+	w.mu.Unlock()
+	if len(changes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.c.callTimeout(w.node))
+	defer cancel()
+	w.c.nodes[w.node].Apply(ctx, changes)
+}

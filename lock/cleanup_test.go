@@ -1,0 +1,209 @@
+package lock
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/relock-go/relock/reentrant"
+)
+
+// idleCleaner is a one-node Client's cleaner whose drainer counts as
+// running, so the queue can be examined without Redis or goroutines.
+func idleCleaner() (*Client, *cleaner) {
+	c := &Client{}
+	w := newCleaner(c, 0)
+	w.running = true
+	c.cleaners = []*cleaner{w}
+	return c, w
+}
+
+func testOp(seq int64) reentrant.Op {
+	return reentrant.Op{Key: reentrant.Key{Lock: "relock:{x}", Channel: "relock:{x}:released"},
+		Owner: "c:o", Lease: time.Second, Count: 1, Seq: seq}
+}
+
+func onlyEntry(t *testing.T, w *cleaner) *cleanup {
+	t.Helper()
+	if len(w.pending) != 1 {
+		t.Fatalf("%d entries; want 1 per lock and owner", len(w.pending))
+	}
+	for _, e := range w.pending {
+		return e
+	}
+	return nil
+}
+
+func TestCleanupKeepsTheNewestReleaseAndTheLatestDeadlines(t *testing.T) {
+	c, w := idleCleaner()
+	now := time.Now()
+	c.keepReleasing(testOp(5), 0, now.Add(3*time.Second))
+	c.releaseOn(testOp(9), []int{0}, now.Add(time.Second))
+	c.releaseOn(testOp(7), []int{0}, now.Add(2*time.Second)) // older: does not replace 9
+	e := onlyEntry(t, w)
+	if e.release.Seq != 9 {
+		t.Fatalf("release seq %d; want the newest, 9", e.release.Seq)
+	}
+	if !e.deadline.Equal(now.Add(3*time.Second)) || !e.until.Equal(now.Add(3*time.Second)) {
+		t.Fatalf("deadline %v until %v; want both the latest, +3s", e.deadline.Sub(now), e.until.Sub(now))
+	}
+	// Another owner of the same lock is another entry.
+	other := testOp(1)
+	other.Owner = "c:p"
+	c.releaseOn(other, []int{0}, now.Add(time.Second))
+	if len(w.pending) != 2 {
+		t.Fatalf("%d entries; want one per owner", len(w.pending))
+	}
+}
+
+func TestCleanupTakesWhatIsDueAndDropsWhatExpired(t *testing.T) {
+	c, w := idleCleaner()
+	now := time.Now()
+	c.releaseOn(testOp(3), []int{0}, now.Add(time.Second))
+	round, _, more := w.take(now)
+	if !more || len(round) != 1 || round[0].undo == nil || round[0].undo.Op.Seq != 3 || !round[0].undo.Release {
+		t.Fatalf("take: %+v, more %v; want the release of seq 3", round, more)
+	}
+	if id := round[0].undo.ReleaseID; id != "c:o/3" {
+		t.Fatalf("release id %q", id)
+	}
+	// Past its deadline, once sent, the release is dropped, and the queue
+	// is empty.
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Err: errors.New("boom")}})
+	round, _, more = w.take(now.Add(2 * time.Second))
+	if more || len(round) != 0 || len(w.pending) != 0 || w.running {
+		t.Fatalf("after the deadline: round %d, more %v, %d pending, running %v", len(round), more, len(w.pending), w.running)
+	}
+}
+
+func TestCleanupSettleRetriesFailuresAndResendsUnknownNodes(t *testing.T) {
+	c, w := idleCleaner()
+	now := time.Now()
+	c.releaseOn(testOp(3), []int{0}, now.Add(time.Minute))
+	round, _, _ := w.take(now)
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Err: errors.New("boom")}})
+	e := onlyEntry(t, w)
+	if !e.due.After(now) {
+		t.Fatal("a failed release must come due again after a backoff")
+	}
+	round, _, _ = w.take(e.due)
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.Released}})
+	if len(w.pending) != 0 {
+		t.Fatal("a release that got through once is done")
+	}
+
+	// An unknown node: sent again after it got through, until its deadline.
+	c.keepReleasing(testOp(5), 0, time.Now().Add(time.Minute))
+	round, _, _ = w.take(time.Now())
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.NotHeld}})
+	if e := onlyEntry(t, w); !e.due.After(time.Now()) || e.release.Seq != 5 {
+		t.Fatalf("the undo of an unknown node must be sent again later; entry %+v", e)
+	}
+}
+
+func TestCleanupSettleKeepsWorkMergedDuringTheRound(t *testing.T) {
+	c, w := idleCleaner()
+	c.releaseOn(testOp(3), []int{0}, time.Now().Add(time.Minute))
+	round, _, _ := w.take(time.Now())
+	c.releaseOn(testOp(8), []int{0}, time.Now().Add(time.Minute)) // arrives while round is out
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.Released}})
+	if e := onlyEntry(t, w); e.release.Seq != 8 {
+		t.Fatalf("release seq %d; the newer release must survive the older one's success", e.release.Seq)
+	}
+}
+
+func TestCleanupUndoOfALateReplyWaitsForIt(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		reply     reentrant.Acquisition
+		err       error
+		sent, kep bool
+	}{
+		{"took the lock", reentrant.Acquisition{Acquired: true}, nil, true, false},
+		{"found another holder", reentrant.Acquisition{}, nil, false, false},
+		{"no reply", reentrant.Acquisition{}, ErrNodeTimeout, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, w := idleCleaner()
+			late := &outcome[reentrant.Acquisition]{done: make(chan struct{})}
+			deadline := time.Now().Add(time.Minute)
+			c.undoLate(testOp(4), 0, late, deadline)
+			if round, _, _ := w.take(time.Now()); len(round) != 0 {
+				t.Fatal("the undo left before the late reply said whether it is needed")
+			}
+			late.value, late.err = tc.reply, tc.err
+			close(late.done)
+			round, _, _ := w.take(time.Now().Add(time.Second))
+			if sent := len(round) == 1 && round[0].undo != nil; sent != tc.sent {
+				t.Fatalf("undo sent: %v; want %v", sent, tc.sent)
+			}
+			if !tc.sent {
+				if len(w.pending) != 0 {
+					t.Fatal("nothing to undo, yet the entry stays")
+				}
+				return
+			}
+			if undo := round[0].undo.Op; undo.Seq != 5 || undo.Count != 0 {
+				t.Fatalf("undo %+v; want count 0 with the reserved seq 5", undo)
+			}
+			if kept := onlyEntry(t, w).until.Equal(deadline); kept != tc.kep {
+				t.Fatalf("kept sending until the deadline: %v; want %v", kept, tc.kep)
+			}
+		})
+	}
+}
+
+func TestCleanupLateReplyMergedWithOtherWorkIsUnknown(t *testing.T) {
+	c, w := idleCleaner()
+	deadline := time.Now().Add(time.Minute)
+	c.keepReleasing(testOp(2), 0, deadline.Add(-time.Second))
+	c.undoLate(testOp(4), 0, &outcome[reentrant.Acquisition]{done: make(chan struct{})}, deadline)
+	e := onlyEntry(t, w)
+	if e.late != nil || !e.until.Equal(deadline) || e.release.Seq != 5 {
+		t.Fatalf("entry %+v: want the newest undo, kept until the late attempt's deadline", e)
+	}
+}
+
+func TestCleanupSendsAKeptReleaseOneLastTimeAtItsEnd(t *testing.T) {
+	c, w := idleCleaner()
+	until := time.Now().Add(30 * time.Millisecond)
+	c.keepReleasing(testOp(3), 0, until)
+	round, _, _ := w.take(time.Now())
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.NotHeld}})
+	e := onlyEntry(t, w)
+	if e.due.After(until) {
+		t.Fatalf("next send %v after the end; want it at the end at the latest", e.due.Sub(until))
+	}
+	// Even when the drainer wakes after the end, the last send goes out.
+	e.due, e.once = until, true
+	time.Sleep(time.Until(until) + 10*time.Millisecond)
+	round, _, _ = w.take(time.Now())
+	if len(round) != 1 || round[0].undo == nil {
+		t.Fatal("the last send at the end was dropped")
+	}
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.NotHeld}})
+	if len(w.pending) != 0 {
+		t.Fatal("after its last send the release is done")
+	}
+}
+
+func TestCleanupSendsEveryReleaseOnceEvenPastItsDeadline(t *testing.T) {
+	c, w := idleCleaner()
+	c.releaseOn(testOp(3), []int{0}, time.Now().Add(-time.Second))
+	round, _, _ := w.take(time.Now())
+	if len(round) != 1 || round[0].undo == nil {
+		t.Fatal("a release whose deadline had passed when it was queued was never sent")
+	}
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Err: errors.New("boom")}})
+	if round, _, _ = w.take(time.Now().Add(time.Hour)); len(round) != 0 || len(w.pending) != 0 {
+		t.Fatal("past its deadline a failed release is not retried")
+	}
+}

@@ -1,0 +1,142 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/lua"
+)
+
+// Change is one acquire or one release in a batch sent by Apply.
+type Change struct {
+	Op Op
+	// Release brings Op.Owner's count down to Op.Count (≥ 0), as Release
+	// does; otherwise the change is an acquire to Op.Count (≥ 1).
+	Release bool
+	// ReleaseID is published by a release that frees the lock.
+	ReleaseID string
+}
+
+// ChangeResult answers one Change of a batch.
+type ChangeResult struct {
+	Acquisition Acquisition   // an acquire's answer
+	Released    ReleaseResult // a release's answer
+	Err         error         // the change failed; the other fields are zero
+}
+
+// Apply sends many acquires and releases in one pipelined round trip, in
+// order: a later change of the same lock runs after an earlier one. The
+// i-th result answers changes[i]. Each change follows the rules of Acquire
+// or Release, sequence numbers included.
+func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
+	results := make([]ChangeResult, len(changes))
+	calls := make([]scriptCall, 0, len(changes))
+	sent := make([]int, 0, len(changes))
+	for i, ch := range changes {
+		op := ch.Op
+		var call scriptCall
+		if ch.Release {
+			results[i].Err = op.check(0)
+			call = scriptCall{lua.Release, releaseKeys(op),
+				[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, ch.ReleaseID}}
+		} else {
+			results[i].Err = op.check(1)
+			call = scriptCall{lua.Acquire, acquireKeys(op), renewArgs(op)}
+		}
+		if results[i].Err == nil {
+			calls = append(calls, call)
+			sent = append(sent, i)
+		}
+	}
+	for j, cmd := range runPipelined(ctx, n.rdb, calls) {
+		i := sent[j]
+		r := &results[i]
+		if changes[i].Release {
+			var v int64
+			v, r.Err = cmd.Int64()
+			r.Released = ReleaseResult(v)
+		} else {
+			var v []int64
+			if v, r.Err = cmd.Int64Slice(); r.Err == nil {
+				r.Acquisition, r.Err = acquisitionOf(v)
+			}
+		}
+		if r.Err != nil {
+			*r = ChangeResult{Err: n.opError(changes[i].Op, r.Err)}
+		}
+	}
+	return results
+}
+
+// acquireKeys and releaseKeys are the KEYS of the acquire and release
+// scripts for op, the same for a lone call and a batch.
+func acquireKeys(op Op) []string {
+	return []string{op.Key.Lock, op.Key.Fence, op.Key.Tombstone(op.Owner)}
+}
+
+func releaseKeys(op Op) []string {
+	return []string{op.Key.Lock, op.Key.Channel, op.Key.Tombstone(op.Owner)}
+}
+
+// acquisitionOf reads the acquire script's reply {outcome, count or pttl,
+// fence}: outcome 1 acquired, 0 held by another owner, 2 a stale operation
+// of an owner that released since (its tombstone refused it).
+func acquisitionOf(reply []int64) (Acquisition, error) {
+	if len(reply) != 3 || reply[0] < 0 || reply[0] > 2 {
+		return Acquisition{}, fmt.Errorf("relock: acquire: unexpected reply %v", reply)
+	}
+	a := Acquisition{Acquired: reply[0] == 1, Stale: reply[0] == 2, Fence: reply[2]}
+	if a.Acquired {
+		a.Count = reply[1]
+	} else {
+		a.HolderTTL = pttl(reply[1])
+	}
+	return a, nil
+}
+
+// scriptCall is one script call of a pipelined batch.
+type scriptCall struct {
+	script *lua.Script
+	keys   []string
+	args   []any
+}
+
+// runPipelined sends calls in one pipelined round trip and returns their
+// replies in order. The calls a node answered NOSCRIPT to (it lost its
+// script cache) are sent again, after loading their scripts, in a second
+// round trip; a failed load is the reply of those calls.
+func runPipelined(ctx context.Context, rdb redis.UniversalClient, calls []scriptCall) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	pending := make([]int, len(calls))
+	for i := range pending {
+		pending[i] = i
+	}
+	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
+		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range pending {
+				cmds[i] = calls[i].script.RunSHA(ctx, p, calls[i].keys, calls[i].args...)
+			}
+			return nil
+		})
+		var missing []int
+		loaded := map[*lua.Script]error{}
+		for _, i := range pending {
+			if attempt > 0 || !lua.IsNoScript(cmds[i].Err()) {
+				continue
+			}
+			s := calls[i].script
+			if _, done := loaded[s]; !done {
+				loaded[s] = s.Load(ctx, rdb)
+			}
+			if err := loaded[s]; err != nil {
+				cmds[i].SetErr(err)
+				continue
+			}
+			missing = append(missing, i)
+		}
+		pending = missing
+	}
+	return cmds
+}
