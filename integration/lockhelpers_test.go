@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +113,43 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// timerLag measures how late this process's timers run while a test waits
+// for a timed event: on a loaded machine no code can act sooner than the
+// runtime lets it run, so a check that a signal came "no later than its
+// deadline" allows the lateness measured beside it, and no more.
+type timerLag struct {
+	stop, done chan struct{}
+	worst      atomic.Int64 // nanoseconds
+}
+
+// startTimerLag starts sampling: a 2 ms sleep, again and again, each
+// measured against the clock.
+func startTimerLag() *timerLag {
+	l := &timerLag{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		const nap = 2 * time.Millisecond
+		for {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			start := time.Now()
+			time.Sleep(nap)
+			if late := int64(time.Since(start) - nap); late > l.worst.Load() {
+				l.worst.Store(late)
+			}
+		}
+	}()
+	return l
+}
+
+// Worst stops sampling and returns the worst lateness seen.
+func (l *timerLag) Worst() time.Duration {
+	close(l.stop)
+	<-l.done
+	return time.Duration(l.worst.Load())
 }

@@ -73,16 +73,21 @@ func TestExplicitLeaseExpiresOnTime(t *testing.T) {
 		validUntil := m.ValidUntil()
 		require.True(t, validUntil.Before(start.Add(time.Second)))
 
+		lag := startTimerLag()
 		<-m.Lost()
 		lostAt := time.Now()
+		worst := lag.Worst()
 		// Reported a little (20ms) before ValidUntil, so that scheduling
-		// latency never makes it late.
+		// latency on a quiet machine never makes it late; a starved
+		// machine's own timer lateness is allowed on top.
+		t.Logf("lost %v before ValidUntil; timers ran up to %v late meanwhile", validUntil.Sub(lostAt), worst)
 		require.False(t, lostAt.Before(validUntil.Add(-40*time.Millisecond)), "lost %v before ValidUntil", validUntil.Sub(lostAt))
-		require.Less(t, lostAt.Sub(validUntil), 5*time.Millisecond, "lost %v after ValidUntil", lostAt.Sub(validUntil))
+		require.Less(t, lostAt.Sub(validUntil), 5*time.Millisecond+worst, "lost %v after ValidUntil, timers ran at most %v late", lostAt.Sub(validUntil), worst)
 
 		other := c.NewMutex("explicit")
 		require.NoError(t, other.Lock(ctx))
-		require.Less(t, time.Since(start), 1500*time.Millisecond, "the lease was not renewed")
+		// Renewed, the lock would stay held until ctx ends (10 s).
+		require.Less(t, time.Since(start), 5*time.Second, "the lease was renewed")
 		require.ErrorIs(t, m.Unlock(ctx), lock.ErrLost)
 		require.NoError(t, other.Unlock(ctx))
 	})
@@ -132,6 +137,7 @@ func TestLossSignalledBeforeValidUntil(t *testing.T) {
 	defer func() { _ = c.Nodes[0].Unpause(ctx); _ = c.Nodes[1].Unpause(ctx) }()
 	validUntil := m.ValidUntil()
 
+	lag := startTimerLag()
 	var lostAt time.Time
 	select {
 	case <-m.Lost():
@@ -139,11 +145,12 @@ func TestLossSignalledBeforeValidUntil(t *testing.T) {
 	case <-time.After(3 * shortLease):
 		t.Fatal("no loss signal")
 	}
+	worst := lag.Worst()
 	last := m.ValidUntil() // the deadline as it stood when lost
-	t.Logf("valid until %v after pause (last renewal's deadline %v), lost at +%v; slack %v",
-		time.Until(validUntil), time.Until(last), time.Until(lostAt), lostAt.Sub(last))
+	t.Logf("valid until %v after pause (last renewal's deadline %v), lost at +%v; slack %v; timers ran up to %v late",
+		time.Until(validUntil), time.Until(last), time.Until(lostAt), lostAt.Sub(last), worst)
 	require.False(t, last.Before(validUntil), "deadlines only move forward")
-	require.Less(t, lostAt.Sub(last), 5*time.Millisecond, "the loss fired after the validity deadline")
+	require.Less(t, lostAt.Sub(last), 5*time.Millisecond+worst, "the loss fired after the validity deadline, beyond the runtime's own timer lateness")
 	require.ErrorIs(t, m.Unlock(ctx), lock.ErrLost)
 }
 

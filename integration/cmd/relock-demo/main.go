@@ -48,7 +48,7 @@ func run() error {
 	}
 
 	// Two Clients stand for two processes of one service.
-	opts := lock.Options{Nodes: cluster.Clients(), NodeTimeout: 100 * time.Millisecond}
+	opts := lock.Options{Nodes: cluster.Clients()} // default, adaptive per-node timeouts
 	a, err := lock.New(opts)
 	if err != nil {
 		return err
