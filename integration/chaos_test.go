@@ -58,7 +58,9 @@ const (
 	defaultChaosDuration = 45 * time.Second
 	chaosWorkers         = 16 // half on each client
 	chaosNames           = 4
-	chaosNodeTimeout     = 100 * time.Millisecond
+	// The library's default: adaptive per-node timeouts, which must hold
+	// under the faults and on a loaded machine.
+	chaosNodeTimeout = adaptiveTimeouts
 	// lossSlack is how late a loss may be seen after its ValidUntil, beyond
 	// the stalls the probe measured, before it is logged as late: our
 	// watcher goroutine needs a moment to run after the channel closes.

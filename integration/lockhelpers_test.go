@@ -41,11 +41,18 @@ func newLockClient(t *testing.T, n int, opts lock.Options) *lock.Client {
 	return newLockClientOver(t, cluster.Clients()[:n], opts)
 }
 
+// adaptiveTimeouts, given as NodeTimeout to newLockClient(Over), keeps the
+// library's default: per-node timeouts adapted to the round trips.
+const adaptiveTimeouts time.Duration = -1
+
 func newLockClientOver(t *testing.T, nodes []redis.UniversalClient, opts lock.Options) *lock.Client {
 	t.Helper()
 	opts.Nodes = nodes
-	if opts.NodeTimeout == 0 {
+	switch opts.NodeTimeout {
+	case 0:
 		opts.NodeTimeout = testNodeTimeout
+	case adaptiveTimeouts:
+		opts.NodeTimeout = 0
 	}
 	c, err := lock.New(opts)
 	require.NoError(t, err)

@@ -2,7 +2,7 @@
 // (go-redsync/redsync, bsm/redislock, rueidis' rueidislock) on the same Redis
 // servers in one run, together with the ceiling of those servers (the
 // go-redis PING round trip and redis-benchmark's EVALSHA throughput), and
-// renders the results as markdown tables with the ratios of SPEC.md §10.
+// renders the results as markdown tables with the ratios of the project's performance targets (README, Performance).
 //
 // It lives in its own module so that the library never depends on the peers.
 // The command cmd/relock-bench starts the servers in containers through the

@@ -51,7 +51,7 @@ func ratio(a, b time.Duration) float64 {
 
 func verdict(ok bool) *bool { return &ok }
 
-// Checks returns the summary rows: the ratios of SPEC.md §10 with their
+// Checks returns the summary rows: the ratios of the performance targets (README, Performance) with their
 // targets, and the functional facts every run must show.
 func (r *Report) Checks() []Check {
 	var out []Check
@@ -211,7 +211,7 @@ func (r *Report) writeSummary(w io.Writer) {
 	if len(checks) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "## Summary: SPEC §10 targets\n\n")
+	fmt.Fprintf(w, "## Summary: performance targets\n\n")
 	t := table{head: []string{"check", "measured", "target", ""}}
 	for _, c := range checks {
 		mark := ""

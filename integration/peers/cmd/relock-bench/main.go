@@ -1,7 +1,7 @@
 // Command relock-bench measures relock side by side with go-redsync/redsync,
 // bsm/redislock and rueidis' rueidislock on the same Redis masters, started
 // in containers by the integration fixture, and prints markdown tables with
-// the ratios of SPEC.md §10.
+// the ratios of the project's performance targets (README, Performance).
 //
 // Run it from integration/peers (or `make bench` from the repository root):
 //
