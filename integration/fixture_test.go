@@ -106,7 +106,9 @@ func TestFixtureRestartWithDelay(t *testing.T) {
 	c := reset(t)
 	n := c.Nodes[2]
 	addr := n.Addr()
-	const delay = time.Second
+	// Long enough that the container stop Restart waits for (slow on a
+	// loaded machine) still ends well before the delay does.
+	const delay = 3 * time.Second
 	start := time.Now()
 	require.NoError(t, n.Restart(fxCtx(t, 5*time.Second), delay))
 	require.Less(t, time.Since(start), delay/2, "Restart with a delay must return at once")
