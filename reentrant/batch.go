@@ -3,8 +3,6 @@ package reentrant
 import (
 	"context"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/lua"
 )
 
@@ -19,44 +17,24 @@ type RenewResult struct {
 // once and the affected renewals are sent again in a second round trip.
 func (n *Node) RenewAll(ctx context.Context, ops []Op) []RenewResult {
 	results := make([]RenewResult, len(ops))
-	pending := make([]int, 0, len(ops))
+	calls := make([]scriptCall, 0, len(ops))
+	sent := make([]int, 0, len(ops))
 	for i, op := range ops {
 		if err := op.check(1); err != nil {
 			results[i].Err = err
 			continue
 		}
-		pending = append(pending, i)
+		calls = append(calls, scriptCall{lua.Renew, []string{op.Key.Lock}, renewArgs(op)})
+		sent = append(sent, i)
 	}
-	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
-		cmds := make([]*redis.Cmd, len(pending))
-		_, _ = n.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for j, i := range pending {
-				cmds[j] = lua.Renew.RunSHA(ctx, p, []string{ops[i].Key.Lock}, renewArgs(ops[i])...)
-			}
-			return nil
-		})
-		var missing []int
-		for j, i := range pending {
-			r, err := cmds[j].Int64()
-			if lua.IsNoScript(err) && attempt == 0 {
-				missing = append(missing, i)
-				continue
-			}
-			if err != nil {
-				results[i] = RenewResult{Err: n.scriptError(ops[i].Key, err)}
-				continue
-			}
-			results[i] = RenewResult{Held: r == 1}
+	for j, cmd := range runPipelined(ctx, n.rdb, calls) {
+		i := sent[j]
+		r, err := cmd.Int64()
+		if err != nil {
+			results[i] = RenewResult{Err: n.scriptError(ops[i].Key, err)}
+			continue
 		}
-		if len(missing) > 0 {
-			if err := lua.Renew.Load(ctx, n.rdb); err != nil {
-				for _, i := range missing {
-					results[i].Err = err
-				}
-				return results
-			}
-		}
-		pending = missing
+		results[i] = RenewResult{Held: r == 1}
 	}
 	return results
 }
