@@ -17,6 +17,7 @@ import (
 
 	"github.com/relock-go/relock/integration/fixture"
 	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/reentrant"
 )
 
 // TestDoReleasesWhenFnPanics: a panicking fn, recovered by the caller (as
@@ -300,4 +301,64 @@ func TestLateSubscriptionConfirmationWakesWaiter(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter never got the lock")
 	}
+}
+
+// TestReentryOfVanishedHoldIsLost: the holder's hold was taken from it
+// (force-unlocked, as when its lease ran out during a stall) and another
+// owner held the lock in between. A re-entry must not create the hold again
+// on the free nodes: it reports the loss, closes Lost(), and leaves nothing
+// on any node.
+func TestReentryOfVanishedHoldIsLost(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		ctx := ctxFor(t, 10*time.Second)
+		const name = "reentry-vanished"
+		holder := newLockClient(t, n, lock.Options{Lease: 5 * time.Second}).NewMutex(name, lock.WithFencing(lock.CounterTokens))
+		require.NoError(t, holder.Lock(ctx))
+		lost := holder.Lost()
+
+		other := newLockClient(t, n, lock.Options{Lease: 5 * time.Second})
+		require.NoError(t, other.ForceUnlock(ctx, name))
+		next := other.NewMutex(name, lock.WithFencing(lock.CounterTokens))
+		require.NoError(t, next.Lock(ctx))
+		require.Greater(t, next.Token(), holder.Token())
+		require.NoError(t, next.Unlock(ctx))
+
+		require.ErrorIs(t, holder.Lock(ctx), lock.ErrLost, "a re-entry brought back a hold another owner had taken over")
+		select {
+		case <-lost:
+		default:
+			t.Fatal("Lost() still open after the re-entry found the hold gone")
+		}
+		requireFree(t, n, name, 2*time.Second)
+		require.ErrorIs(t, holder.Unlock(ctx), lock.ErrLost)
+		require.ErrorIs(t, holder.Unlock(ctx), lock.ErrLost, "the failed re-entry still counts one hold to balance")
+		require.Zero(t, holder.HoldCount())
+	})
+}
+
+// TestReentryRepairsHoldMissingOnAMinority: the hold vanished from one node
+// only (a restart without persistence); the quorum still has it, so the
+// re-entry succeeds and the lost node is written back.
+func TestReentryRepairsHoldMissingOnAMinority(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 10*time.Second)
+	const name = "reentry-minority"
+	holder := newLockClient(t, 3, lock.Options{Lease: 5 * time.Second}).NewMutex(name)
+	require.NoError(t, holder.Lock(ctx))
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	require.NoError(t, cluster.Nodes[0].Direct().Del(ctx, key.Lock).Err())
+
+	require.NoError(t, holder.Lock(ctx))
+	require.Equal(t, 2, holder.HoldCount())
+	select {
+	case <-holder.Lost():
+		t.Fatal("a hold still on a quorum was reported lost")
+	default:
+	}
+	requireCounts(t, []int{1, 2}, name, holder.Owner(), 2)
+	require.NoError(t, holder.Unlock(ctx))
+	require.NoError(t, holder.Unlock(ctx))
+	requireFree(t, 3, name, 2*time.Second)
 }
