@@ -119,7 +119,9 @@ func TestLockCountsConvergeAfterNodeStop(t *testing.T) {
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, c.Nodes[2].Start(ctx))
 	require.NoError(t, m.Lock(ctx))
-	requireCounts(t, []int{0, 1, 2}, "converge", m.Owner(), 2)
+	// The re-entry nests where the hold is; the node that missed the first
+	// acquisition gets it written back right after.
+	requireCountsSoon(t, []int{0, 1, 2}, "converge", m.Owner(), 2)
 
 	require.NoError(t, m.Unlock(ctx))
 	requireCounts(t, []int{0, 1, 2}, "converge", m.Owner(), 1)

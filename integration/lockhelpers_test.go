@@ -116,6 +116,25 @@ func requireCounts(t *testing.T, nodes []int, name, owner string, count int64) {
 	}
 }
 
+// requireCountsSoon is requireCounts allowing a second for background
+// repairs to land.
+func requireCountsSoon(t *testing.T, nodes []int, name, owner string, count int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		all := holdersOn(t, len(cluster.Nodes), name)
+		ok := true
+		for _, i := range nodes {
+			ok = ok && len(all[i]) == 1 && all[i][owner] == count
+		}
+		if ok || time.Now().After(deadline) {
+			requireCounts(t, nodes, name, owner, count)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)

@@ -331,8 +331,9 @@ func TestReentryOfVanishedHoldIsLost(t *testing.T) {
 			t.Fatal("Lost() still open after the re-entry found the hold gone")
 		}
 		requireFree(t, n, name, 2*time.Second)
+		// The failed re-entry added no hold: the first Lock's Unlock balances.
+		require.Equal(t, 1, holder.HoldCount())
 		require.ErrorIs(t, holder.Unlock(ctx), lock.ErrLost)
-		require.ErrorIs(t, holder.Unlock(ctx), lock.ErrLost, "the failed re-entry still counts one hold to balance")
 		require.Zero(t, holder.HoldCount())
 	})
 }
@@ -357,7 +358,7 @@ func TestReentryRepairsHoldMissingOnAMinority(t *testing.T) {
 		t.Fatal("a hold still on a quorum was reported lost")
 	default:
 	}
-	requireCounts(t, []int{1, 2}, name, holder.Owner(), 2)
+	requireCountsSoon(t, []int{0, 1, 2}, name, holder.Owner(), 2)
 	require.NoError(t, holder.Unlock(ctx))
 	require.NoError(t, holder.Unlock(ctx))
 	requireFree(t, 3, name, 2*time.Second)

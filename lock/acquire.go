@@ -19,7 +19,12 @@ type attempt struct {
 	// unknown: a holder without a TTL).
 	contended bool
 	holderTTL time.Duration
-	err       error // a *QuorumError, ctx's error, or a bad-input error
+	// absent counts the nodes that answered without taking the attempt:
+	// another owner holds the lock there, or (a re-entry) the owner's hold
+	// is gone there.
+	absent  int
+	missing []int // the nodes that answered Missing to a re-entry
+	err     error // a *QuorumError, ctx's error, or a bad-input error
 }
 
 // acquire tries once to bring op.Owner's hold count to op.Count on a quorum.
@@ -48,12 +53,16 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 			agreed++
 		default:
 			refused++
+			if r.value.Missing {
+				a.missing = append(a.missing, r.node)
+			}
 			if ttl := r.value.HolderTTL; ttl >= 0 && (a.holderTTL < 0 || ttl < a.holderTTL) {
 				a.holderTTL = ttl
 			}
 		}
 		a.fence = max(a.fence, r.value.Fence)
 	}
+	a.absent = refused
 	valid := validity(op.Lease, elapsed, c.opts.ClockDriftFactor)
 	if agreed >= c.quorum && valid > 0 && ctx.Err() == nil {
 		a.acquired = true

@@ -97,10 +97,7 @@ func (m *Mutex) HoldCount() int {
 func (m *Mutex) ValidUntil() time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.entry != nil {
-		return m.entry.ValidUntil()
-	}
-	return m.validUntil
+	return m.deadline()
 }
 
 // Lost returns a channel that is closed when the current hold is lost: its
@@ -115,7 +112,10 @@ func (m *Mutex) Lost() <-chan struct{} {
 
 // Lock acquires the lock, waiting while another owner holds it, with the
 // Client's lease (Options.Lease), renewed by the watchdog until Unlock.
-// If this handle already holds the lock, Lock re-enters it at once.
+// If this handle already holds the lock, Lock re-enters it at once; a
+// re-entry that finds the hold gone from too many nodes for a quorum (it
+// expired, or was force-unlocked) returns ErrLost, adds no hold, and
+// closes Lost().
 //
 // ctx bounds the wait only, not the hold. When ctx ends first Lock returns
 // an error for which errors.Is(err, ctx.Err()) is true, and nothing of the
@@ -218,14 +218,28 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool) 
 		m.mu.Unlock()
 		return false, attempt{}, ErrLost
 	}
-	if m.count > 0 { // a re-entry keeps the hold's lease and renewal
+	reentry := m.count > 0
+	if reentry { // a re-entry keeps the hold's lease and renewal
+		if !time.Now().Before(m.deadline()) {
+			m.mu.Unlock()
+			m.loseHold()
+			return false, attempt{}, ErrLost
+		}
 		lease, renewed = m.lease, m.renewed
 	}
 	op := m.op(m.count+1, lease, 2) // one sequence number for the undo
+	op.Reentry = reentry
 	m.mu.Unlock()
 
 	a := m.c.acquire(ctx, op)
 	if !a.acquired {
+		if reentry && a.absent > len(m.c.nodes)-m.c.quorum {
+			// Too many nodes no longer have the hold for any quorum to: it
+			// ended (expired, force-unlocked) and another owner may have held
+			// the lock since. Nothing was created where it was missing.
+			m.loseHold()
+			return false, attempt{}, ErrLost
+		}
 		return false, a, a.err
 	}
 	var token int64
@@ -244,8 +258,13 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.count = op.Count
-	if op.Count > 1 {
+	if reentry {
 		m.extend(a.validUntil)
+		if len(a.missing) > 0 {
+			// A quorum still has the hold: write it back where it vanished
+			// (a node restarted empty), as a renewal would.
+			m.c.repairLater(m, a.missing, a.validUntil)
+		}
 		return true, a, nil
 	}
 	m.token = token
@@ -304,6 +323,27 @@ func (m *Mutex) endHold() {
 	m.isLost = false
 	m.lost = closedChan
 	m.c.track(m, false)
+}
+
+// deadline is the current hold's ValidUntil. The caller holds m.mu.
+func (m *Mutex) deadline() time.Time {
+	if m.entry != nil {
+		return m.entry.ValidUntil()
+	}
+	return m.validUntil
+}
+
+// loseHold signals the loss of the current hold, found out by this owner's
+// own operation, and clears whatever is left of it on every node in the
+// background. The hold count stays, so the owner's Unlocks stay balanced
+// (each returns ErrLost). The caller holds m.opMu, not m.mu.
+func (m *Mutex) loseHold() {
+	m.mu.Lock()
+	lost := m.lost
+	clean := m.op(0, m.lease, 1)
+	m.mu.Unlock()
+	m.markLost(lost)
+	m.c.releaseOn(clean, m.c.allNodes(), time.Now().Add(clean.Lease))
 }
 
 // markLost signals the loss of the hold whose channel is lost.

@@ -4,6 +4,7 @@
 -- KEYS[1] lock hash        KEYS[2] fencing counter   KEYS[3] the owner's tombstone
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
+-- ARGV[5] '1' for a re-entry: only count up a hold the owner still has here
 --
 -- Returns {1, count, fence} when the owner holds the lock afterwards,
 -- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it), or
@@ -11,6 +12,12 @@
 -- hold here was ended (released, undone or force-unlocked) by an operation
 -- numbered at or above this one. Nothing changes then, and -2 ("no key") is
 -- the honest PTTL: nobody holds the lock, so a waiter must not sleep on it.
+-- A re-entry that finds no hold of the owner here (the lock is free, or held
+-- by the owner's sequence field alone) returns {3, -2, fence} and changes
+-- nothing: the hold it meant to nest in has ended on this node, and creating
+-- it afresh would hide from the owner that another owner may have held the
+-- lock in between. The client decides from a quorum of such answers that
+-- the hold is lost.
 --
 -- Why the tombstone. A full release deletes the hash, and with it the field
 -- OWNER/seq that lets the branch below ignore stragglers. Without more, an
@@ -32,6 +39,7 @@
 -- when the key is free; a held key already carries OWNER/seq.
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local reentry = ARGV[5] == '1'
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
 
 if lockKind(key) == 'hash' then
@@ -46,6 +54,11 @@ if lockKind(key) == 'hash' then
   if seq <= lastSeq(key, owner) then
     return {1, tonumber(redis.call('HGET', key, owner) or '0'), fence}
   end
+  if reentry and not holds(key, owner) then
+    return {3, -2, fence}
+  end
+elseif reentry then
+  return {3, -2, fence}
 elseif seq <= buried(KEYS[3]) then
   return {2, -2, fence}
 end

@@ -43,7 +43,7 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 				[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, ch.ReleaseID}}
 		} else {
 			results[i].Err = op.check(1)
-			call = scriptCall{lua.Acquire, acquireKeys(op), renewArgs(op)}
+			call = scriptCall{lua.Acquire, acquireKeys(op), acquireArgs(op)}
 		}
 		if results[i].Err == nil {
 			calls = append(calls, call)
@@ -76,6 +76,15 @@ func acquireKeys(op Op) []string {
 	return []string{op.Key.Lock, op.Key.Fence, op.Key.Tombstone(op.Owner)}
 }
 
+// acquireArgs are the ARGV of the acquire script for op.
+func acquireArgs(op Op) []any {
+	reentry := 0
+	if op.Reentry {
+		reentry = 1
+	}
+	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, reentry}
+}
+
 func releaseKeys(op Op) []string {
 	return []string{op.Key.Lock, op.Key.Channel, op.Key.Tombstone(op.Owner)}
 }
@@ -84,10 +93,10 @@ func releaseKeys(op Op) []string {
 // fence}: outcome 1 acquired, 0 held by another owner, 2 a stale operation
 // of an owner that released since (its tombstone refused it).
 func acquisitionOf(reply []int64) (Acquisition, error) {
-	if len(reply) != 3 || reply[0] < 0 || reply[0] > 2 {
+	if len(reply) != 3 || reply[0] < 0 || reply[0] > 3 {
 		return Acquisition{}, fmt.Errorf("relock: acquire: unexpected reply %v", reply)
 	}
-	a := Acquisition{Acquired: reply[0] == 1, Stale: reply[0] == 2, Fence: reply[2]}
+	a := Acquisition{Acquired: reply[0] == 1, Stale: reply[0] == 2, Missing: reply[0] == 3, Fence: reply[2]}
 	if a.Acquired {
 		a.Count = reply[1]
 	} else {

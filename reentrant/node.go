@@ -61,6 +61,12 @@ type Op struct {
 	Lease time.Duration // the lease to set, at least 1 ms
 	Count int64         // the hold count the owner will have after the operation
 	Seq   int64         // the owner's operation sequence number, growing
+	// Reentry marks an acquire that nests in a hold the owner already has:
+	// a node where that hold has ended (released, expired, force-unlocked)
+	// answers Missing and changes nothing, instead of creating the hold
+	// afresh. Repairs, which write a hold back on a node that lost it, leave
+	// it false.
+	Reentry bool
 }
 
 func (op Op) check(minCount int64) error {
@@ -95,18 +101,24 @@ type Acquisition struct {
 	// the owner is still waiting for is never stale: each new operation
 	// takes a higher sequence number than any that ended a hold.
 	Stale bool
+	// Missing is true when the call was an Op.Reentry and found the lock
+	// free here: the owner's hold it meant to nest in has ended on this
+	// node. Nothing changed; Acquired is false and HolderTTL is -2. (A
+	// re-entry that finds another owner holding the lock is answered as
+	// any acquire is, with that owner's TTL.)
+	Missing bool
 	// Fence is the node's fencing counter (0 when never raised).
 	Fence int64
 }
 
 // Acquire takes the lock for op.Owner with hold count op.Count (≥ 1), or
-// reports the other owner holding it, or reports the call Stale.
+// reports the other owner holding it, or reports the call Stale, or (for an
+// Op.Reentry) reports the owner's hold Missing.
 func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
 	if err := op.check(1); err != nil {
 		return Acquisition{}, err
 	}
-	reply, err := n.calls.run(ctx, lua.Acquire, acquireKeys(op),
-		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq).Int64Slice()
+	reply, err := n.calls.run(ctx, lua.Acquire, acquireKeys(op), acquireArgs(op)...).Int64Slice()
 	if err != nil {
 		return Acquisition{}, n.opError(op, err)
 	}
