@@ -363,3 +363,56 @@ func TestReentryRepairsHoldMissingOnAMinority(t *testing.T) {
 	require.NoError(t, holder.Unlock(ctx))
 	requireFree(t, 3, name, 2*time.Second)
 }
+
+// TestForeignDataOnFenceKeyChangesNothing: someone else's data on the
+// fencing counter's key (a hash, or a string that is not a number) stops
+// Lock at once with an error that names that key, before anything is
+// written: the lock stays free on every node.
+func TestForeignDataOnFenceKeyChangesNothing(t *testing.T) {
+	key, err := reentrant.NewKey("", "fence-foreign")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		kind  string
+		store func(context.Context, redis.UniversalClient) error
+	}{
+		{"hash", func(ctx context.Context, rdb redis.UniversalClient) error {
+			return rdb.HSet(ctx, key.Fence, "someone", "else").Err()
+		}},
+		{"string", func(ctx context.Context, rdb redis.UniversalClient) error {
+			return rdb.Set(ctx, key.Fence, "not a number", 0).Err()
+		}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			reset(t)
+			ctx := ctxFor(t, 10*time.Second)
+			for i := range 3 {
+				require.NoError(t, tc.store(ctx, cluster.Nodes[i].Direct()))
+			}
+			c := newLockClient(t, 3, lock.Options{})
+			for _, m := range []*lock.Mutex{c.NewMutex(key.Name), c.NewMutex(key.Name, lock.WithFencing(lock.CounterTokens))} {
+				start := time.Now()
+				err := m.Lock(ctx)
+				require.ErrorIs(t, err, lock.ErrWrongType)
+				var wt *reentrant.WrongTypeError
+				require.ErrorAs(t, err, &wt)
+				require.Equal(t, key.Fence, wt.Key, "the error must name the fence key")
+				require.Equal(t, tc.kind, wt.Type)
+				require.Less(t, time.Since(start), 5*time.Second, "Lock retried a permanent error")
+				require.Zero(t, m.HoldCount())
+			}
+			for i := range 3 {
+				n, err := cluster.Nodes[i].Direct().Exists(ctx, key.Lock).Result()
+				require.NoError(t, err)
+				require.Zero(t, n, "node %d: the lock was taken despite the foreign fence key", i)
+				kind, err := cluster.Nodes[i].Direct().Type(ctx, key.Fence).Result()
+				require.NoError(t, err)
+				require.Equal(t, tc.kind, kind, "node %d: foreign data changed", i)
+			}
+			states, err := c.Inspect(ctx, key.Name)
+			require.NoError(t, err)
+			for _, s := range states {
+				require.ErrorIs(t, s.Err, lock.ErrWrongType, "node %d: Inspect must report the foreign fence key", s.Node)
+			}
+		})
+	}
+}
