@@ -40,7 +40,7 @@
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local reentry = ARGV[5] == '1'
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
+local fence = fenceCounter(KEYS[2])
 
 if lockKind(key) == 'hash' then
   local seqField = owner .. '/seq'

@@ -6,7 +6,7 @@
 -- ARGV[1] token
 --
 -- Returns the counter after the call.
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local current = fenceCounter(KEYS[1])
 local token = tonumber(ARGV[1])
 if token > current then
   redis.call('SET', KEYS[1], ARGV[1])

@@ -5,7 +5,7 @@
 -- Returns {pttl, fence, owner1, count1, owner2, count2, ...}; no owners when
 -- the lock is free.
 local key = KEYS[1]
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
+local fence = fenceCounter(KEYS[2])
 if lockKind(key) == 'none' then
   return {-2, fence}
 end

@@ -12,6 +12,25 @@ local function lockKind(key)
   return kind
 end
 
+-- numberAt returns the number stored as a string at key (0 when the key
+-- does not exist). Anything else there (another type, or a string that is
+-- not a number) is foreign data: the script stops, before it has changed
+-- anything, with a WRONGTYPE error that names the key's role (what), so the
+-- client can tell which key holds it.
+local function numberAt(key, what)
+  local ok, value = pcall(redis.call, 'GET', key)
+  local number = ok and tonumber(value or '0')
+  if not number then
+    error(redis.error_reply('WRONGTYPE ' .. redis.call('TYPE', key)['ok'] .. ' ' .. what))
+  end
+  return number
+end
+
+-- fenceCounter returns a lock's fencing counter (0 when never raised).
+local function fenceCounter(key)
+  return numberAt(key, 'fence')
+end
+
 -- lastSeq returns the sequence number of the owner's last applied operation
 -- (0 when none), kept in the field OWNER/seq beside the hold count.
 local function lastSeq(key, owner)
@@ -32,16 +51,9 @@ end
 -- lives and for how long.
 
 -- buried returns the sequence number kept in a tombstone (0 when there is
--- none). Anything else there (another type, or a string that is not a
--- number) is foreign data: the script stops with a WRONGTYPE error that says
--- it was the tombstone, and changes nothing.
+-- none).
 local function buried(tomb)
-  local ok, value = pcall(redis.call, 'GET', tomb)
-  local seq = ok and tonumber(value or '0')
-  if not seq then
-    error(redis.error_reply('WRONGTYPE ' .. redis.call('TYPE', tomb)['ok'] .. ' tombstone'))
-  end
-  return seq
+  return numberAt(tomb, 'tombstone')
 end
 
 -- bury records in tomb that the owner's operations up to seq are over here,

@@ -267,11 +267,16 @@ func (n *Node) RaiseFence(ctx context.Context, key Key, token int64) (int64, err
 
 // scriptError turns a script's WRONGTYPE reply into a WrongTypeError naming
 // the key (the script cannot name it safely: names may hold any bytes).
+// A script that found the foreign data on the fencing counter's key says so
+// after the type ("WRONGTYPE hash fence").
 func (n *Node) scriptError(key Key, err error) error {
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "WRONGTYPE "); ok {
 		// Redis may append where the error was raised: keep the type only.
-		kind, _, _ := strings.Cut(rest, " ")
+		kind, where, _ := strings.Cut(rest, " ")
+		if strings.HasPrefix(where, "fence") {
+			return &WrongTypeError{Key: key.Fence, Type: kind}
+		}
 		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}
 	return err
