@@ -416,3 +416,39 @@ func TestForeignDataOnFenceKeyChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestUnlockRetriesAfterLongRenewedHold: a hold renewed for more than two
+// leases is unlocked while two of three nodes are cut off. The nodes that
+// missed the release must be retried once they heal, freeing the lock long
+// before its lease runs out there: the retries' deadline counts from the
+// Unlock, not from the first acquisition.
+func TestUnlockRetriesAfterLongRenewedHold(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "unlock-after-renewals"
+	const lease = 3 * time.Second
+	links, err := c.NewLinks()
+	require.NoError(t, err)
+	lc := newLockClientOver(t, linkClients(links[:3]), lock.Options{Lease: lease, NodeTimeout: 100 * time.Millisecond})
+	m := lc.NewMutex(name)
+	require.NoError(t, m.Lock(ctx))
+	time.Sleep(2*lease + lease/3) // renewed several times: past the first acquisition + 2 leases
+
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	left, err := c.Nodes[0].Direct().PTTL(ctx, key.Lock).Result()
+	require.NoError(t, err)
+	expires := time.Now().Add(left) // on the cut-off nodes, unless released
+
+	for _, l := range links[:2] {
+		require.NoError(t, l.Partition())
+	}
+	require.ErrorIs(t, m.Unlock(ctx), lock.ErrNoQuorum)
+	for _, l := range links[:2] {
+		require.NoError(t, l.Heal())
+	}
+	healed := time.Now()
+	require.Greater(t, expires.Sub(healed), time.Duration(0), "the lease ran out before the links healed: the test proves nothing")
+	requireFree(t, 3, name, expires.Sub(healed)/2)
+	t.Logf("free %v after the links healed; the lease had %v left there", time.Since(healed), expires.Sub(healed))
+}
