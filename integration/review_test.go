@@ -452,3 +452,58 @@ func TestUnlockRetriesAfterLongRenewedHold(t *testing.T) {
 	requireFree(t, 3, name, expires.Sub(healed)/2)
 	t.Logf("free %v after the links healed; the lease had %v left there", time.Since(healed), expires.Sub(healed))
 }
+
+// TestAttemptsWhileNodesDownStayBounded: with 2 of 3 nodes down every
+// attempt fails. Lock must retry at the pace of RetryDelay, not be woken
+// at once by the release its own undo publishes; queue no undo for the
+// nodes that refused the connection (nothing can have landed there); and
+// keep its goroutines bounded.
+func TestAttemptsWhileNodesDownStayBounded(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 60*time.Second)
+	const name = "nodes-down"
+	const retryDelay = 100 * time.Millisecond
+	const wait = 3 * time.Second
+	lc := newLockClient(t, 3, lock.Options{Lease: 30 * time.Second, RetryDelay: retryDelay})
+	_, err := lc.IsLocked(ctx, name) // first contact (identity checks) while all nodes answer
+	require.NoError(t, err)
+	for _, i := range []int{1, 2} {
+		require.NoError(t, c.Nodes[i].Stop(ctx))
+	}
+	m := lc.NewMutex(name)
+	before := fixture.NumGoroutine()
+	peak := goroutinePeak()
+	lockCtx, cancel := context.WithTimeout(ctx, wait)
+	err = m.Lock(lockCtx)
+	cancel()
+	high := peak()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, lock.ErrNoQuorum)
+	st := lc.Stats()
+	t.Logf("attempts %d, woken by release %d, by timer %d, goroutines %d -> peak %d", st.Attempts, st.WokenByPub, st.WokenByTTL, before, high)
+	// Sleeps last RetryDelay on average, never less than half of it: about
+	// wait/RetryDelay attempts. Allow half as many again, and a few retries
+	// at once (the first, and wakes from the nodes' Pub/Sub connections
+	// dropping). Under load there are fewer, never more.
+	require.LessOrEqual(t, st.Attempts, uint64(3*wait/(2*retryDelay))+5, "attempts are not paced by RetryDelay")
+	require.LessOrEqual(t, st.WokenByPub, uint64(5), "woken by the releases of its own undos")
+	require.Less(t, high-before, 40, "goroutines grew with the failed attempts")
+
+	// Bring the nodes back within the attempts' lease: an undo queued for
+	// them would now land and leave the owner's tombstone there.
+	for _, i := range []int{1, 2} {
+		require.NoError(t, c.Nodes[i].Start(ctx))
+	}
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	tomb := key.Tombstone(m.Owner())
+	for range 30 {
+		for _, i := range []int{1, 2} {
+			n, err := c.Nodes[i].Direct().Exists(ctx, tomb).Result()
+			require.NoError(t, err)
+			require.Zero(t, n, "node %d: an undo was sent to a node that had refused the attempt", i)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	requireFree(t, 3, name, 2*time.Second)
+}
