@@ -464,11 +464,23 @@ func TestAttemptsWhileNodesDownStayBounded(t *testing.T) {
 	const name = "nodes-down"
 	const retryDelay = 100 * time.Millisecond
 	const wait = 3 * time.Second
-	lc := newLockClient(t, 3, lock.Options{Lease: 30 * time.Second, RetryDelay: retryDelay})
+	// Direct connections: a proxy in between would accept the connection
+	// and then drop it, which looks like a call lost after sending.
+	direct := make([]redis.UniversalClient, 3)
+	for i := range direct {
+		direct[i] = c.Nodes[i].Direct()
+	}
+	lc := newLockClientOver(t, direct, lock.Options{Lease: 30 * time.Second, RetryDelay: retryDelay})
 	_, err := lc.IsLocked(ctx, name) // first contact (identity checks) while all nodes answer
 	require.NoError(t, err)
 	for _, i := range []int{1, 2} {
 		require.NoError(t, c.Nodes[i].Stop(ctx))
+		// Connections opened before the stop fail after sending, which
+		// leaves the outcome unknown; drain them from the pool so that
+		// every attempt meets a refused connection.
+		require.Eventually(t, func() bool {
+			return reentrant.NotSent(direct[i].Ping(ctx).Err())
+		}, 10*time.Second, time.Millisecond)
 	}
 	m := lc.NewMutex(name)
 	before := fixture.NumGoroutine()

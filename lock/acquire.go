@@ -89,7 +89,8 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 // undo takes back a failed attempt on every node that may hold it: those
 // that took it, and those whose answer is unknown (a lost reply may hide a
 // success, and a paused node runs a queued acquire when it resumes). Nodes
-// that answered "held by another" changed nothing. Unknown nodes are undone
+// that answered "held by another" changed nothing, and nodes the attempt
+// never reached (the connection was refused) have nothing to undo. Unknown nodes are undone
 // again and again until deadline, the end of the attempt's lease, unless
 // their late reply shows what happened. It all happens in the background,
 // in the nodes' clean-up queues.
@@ -98,6 +99,7 @@ func (c *Client) undo(op reentrant.Op, replies []reply[reentrant.Acquisition], d
 		switch {
 		case r.late != nil:
 			c.undoLate(op, r.node, r.late, deadline)
+		case reentrant.NotSent(r.err):
 		case r.err != nil:
 			c.keepReleasing(undoOf(op), r.node, deadline)
 		case r.value.Acquired:

@@ -175,8 +175,12 @@ func undoOf(op reentrant.Op) reentrant.Op {
 // releaseID is the payload published when op releases a lock: the same on
 // every node for one release, so waiters count the N copies once.
 func releaseID(op reentrant.Op) string {
-	return op.Owner + "/" + strconv.FormatInt(op.Seq, 10)
+	return releasesOf(op.Owner) + strconv.FormatInt(op.Seq, 10)
 }
+
+// releasesOf is the prefix of every release ID of owner: its waiters ignore
+// them (the undo of their own failed attempt frees nothing they wait for).
+func releasesOf(owner string) string { return owner + "/" }
 
 func later(a, b time.Time) time.Time {
 	if b.After(a) {

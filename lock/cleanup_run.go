@@ -221,6 +221,8 @@ func (e *cleanup) settleLate() {
 		return
 	}
 	switch {
+	case reentrant.NotSent(e.late.err):
+		e.dropRelease() // it never reached the node: nothing to undo
 	case e.late.err != nil:
 		e.until = later(e.until, e.lateUntil) // no reply: it may still land
 	case !e.late.value.Acquired:

@@ -25,7 +25,7 @@ type waiter struct {
 func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt) error {
 	if !w.primed {
 		w.primed = true
-		sub, err := m.c.broker.Subscribe(ctx, m.key.Channel)
+		sub, err := m.c.broker.SubscribeIgnoring(ctx, m.key.Channel, releasesOf(m.owner))
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()

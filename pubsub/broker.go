@@ -78,10 +78,19 @@ func NewBroker(nodes []redis.UniversalClient, opts Options) *Broker {
 // ErrClosed. In both cases no share of the channel is left behind. The caller
 // must Close the returned Waiter.
 func (b *Broker) Subscribe(ctx context.Context, channel string) (*Waiter, error) {
+	return b.SubscribeIgnoring(ctx, channel, "")
+}
+
+// SubscribeIgnoring is Subscribe for a waiter that is not woken by messages
+// whose payload starts with ignore (when ignore is not empty): a lock owner
+// waiting for a release ignores its own, such as the undo of its own failed
+// attempt, which frees nothing it is waiting for. A message it ignores goes
+// to the next waiter of the channel.
+func (b *Broker) SubscribeIgnoring(ctx context.Context, channel, ignore string) (*Waiter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w, ready, err := b.join(channel)
+	w, ready, err := b.join(channel, ignore)
 	if err != nil {
 		return nil, err
 	}
@@ -131,14 +140,14 @@ func (b *Broker) confirmed(node int, channels []string) {
 			}
 		}
 		if missed {
-			b.dispatch(ch)
+			b.dispatch(ch, "")
 		}
 	}
 }
 
 // join adds a waiter of channel and returns it with, per node, the channel
 // closed when that node confirms the subscription.
-func (b *Broker) join(channel string) (*Waiter, []<-chan struct{}, error) {
+func (b *Broker) join(channel, ignore string) (*Waiter, []<-chan struct{}, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -151,6 +160,7 @@ func (b *Broker) join(channel string) (*Waiter, []<-chan struct{}, error) {
 		}
 	}
 	w := newWaiter(b, channel)
+	w.ignore = ignore
 	b.reg.add(w)
 	// The node ignores channels it already wants, so asking for every
 	// waiter is harmless and hands each waiter the confirmation to wait on.
@@ -238,13 +248,13 @@ func (b *Broker) message(_ int, channel, payload string) {
 	wake, pending := b.dedup.observe(channel, payload, time.Now())
 	switch {
 	case wake:
-		b.dispatch(channel)
+		b.dispatch(channel, payload)
 	case pending != nil:
 		time.AfterFunc(b.opts.Grace, func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			if !b.closed && b.dedup.graceUp(pending) {
-				b.dispatch(channel)
+				b.dispatch(channel, payload)
 			}
 		})
 	default:
@@ -252,9 +262,10 @@ func (b *Broker) message(_ int, channel, payload string) {
 	}
 }
 
-// dispatch hands a due release to one waiter of channel. The caller holds b.mu.
-func (b *Broker) dispatch(channel string) {
-	if !b.reg.dispatch(channel) {
+// dispatch hands a due release, or another reason to retry (payload ""),
+// to one waiter of channel. The caller holds b.mu.
+func (b *Broker) dispatch(channel, payload string) {
+	if !b.reg.dispatch(channel, payload) {
 		b.unclaimed++
 	}
 }

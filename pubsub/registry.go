@@ -45,17 +45,22 @@ func (r *registry) remove(w *Waiter) (last bool) {
 	if w.takeWake() {
 		r.wakes-- // it was never consumed; count it once, where it lands
 		if !last {
-			r.dispatch(w.channel)
+			r.dispatch(w.channel, "")
 		}
 	}
 	return last
 }
 
 // dispatch wakes the oldest waiter of channel that has no wake pending and
-// reports whether there was one. Waiters that already hold a wake will retry
-// anyway, so waking them again would only lose the release.
-func (r *registry) dispatch(channel string) bool {
+// does not ignore payload, and reports whether there was one. Waiters that
+// already hold a wake will retry anyway, so waking them again would only
+// lose the release. A payload of "" (a wake passed on, a missed
+// confirmation) is ignored by no one.
+func (r *registry) dispatch(channel, payload string) bool {
 	for _, w := range r.chans[channel] {
+		if w.ignores(payload) {
+			continue
+		}
 		if w.wakeUp() {
 			r.wakes++
 			return true

@@ -51,15 +51,15 @@ func TestRegistryDispatchWakesOldestFreeWaiter(t *testing.T) {
 	other := newTestWaiters(r, "d", 1)
 
 	for range 2 {
-		if !r.dispatch("c") {
+		if !r.dispatch("c", "") {
 			t.Fatal("dispatch found no waiter")
 		}
 	}
 	// Waiters 0 and 1 hold a wake; the next release goes to 2, then nobody.
-	if !r.dispatch("c") {
+	if !r.dispatch("c", "") {
 		t.Fatal("third dispatch found no waiter")
 	}
-	if r.dispatch("c") {
+	if r.dispatch("c", "") {
 		t.Fatal("fourth dispatch woke a waiter that already had a wake")
 	}
 	if got := woken(ws); len(got) != 3 {
@@ -77,7 +77,7 @@ func TestRegistryDispatchIsFIFO(t *testing.T) {
 	r := newRegistry()
 	ws := newTestWaiters(r, "c", 3)
 	for want := range 3 {
-		r.dispatch("c")
+		r.dispatch("c", "")
 		got := woken(ws)
 		if len(got) != 1 || got[0] != 0 {
 			t.Fatalf("release %d woke %v, want the oldest (0)", want, got)
@@ -93,7 +93,7 @@ func TestRegistryDispatchIsFIFO(t *testing.T) {
 func TestRegistryRemoveHandsPendingWakeOn(t *testing.T) {
 	r := newRegistry()
 	ws := newTestWaiters(r, "c", 3)
-	r.dispatch("c") // to ws[0]
+	r.dispatch("c", "") // to ws[0]
 	r.remove(ws[0])
 	if got := woken(ws[1:]); len(got) != 1 || got[0] != 0 {
 		t.Fatalf("pending wake went to %v, want the next waiter", got)
@@ -109,7 +109,7 @@ func TestRegistryRemoveHandsPendingWakeOn(t *testing.T) {
 	}
 
 	// The last waiter's pending wake has nobody to go to.
-	r.dispatch("c")
+	r.dispatch("c", "")
 	if !r.remove(ws[2]) {
 		t.Fatal("last waiter not reported last")
 	}
@@ -121,12 +121,40 @@ func TestRegistryRemoveHandsPendingWakeOn(t *testing.T) {
 func TestRegistryWakeAll(t *testing.T) {
 	r := newRegistry()
 	ws := append(newTestWaiters(r, "c", 3), newTestWaiters(r, "d", 2)...)
-	r.dispatch("c")
+	r.dispatch("c", "")
 	r.wakeAll()
 	if got := woken(ws); len(got) != 5 {
 		t.Fatalf("woken %v, want all five", got)
 	}
 	if r.wakes != 5 {
 		t.Fatalf("wakes = %d, want 5 (a pending wake is not doubled)", r.wakes)
+	}
+}
+
+func TestRegistryDispatchSkipsWaitersIgnoringThePayload(t *testing.T) {
+	r := newRegistry()
+	ws := newTestWaiters(r, "c", 2)
+	ws[0].ignore = "owner-a/"
+
+	// The oldest waiter ignores its own release: the next one gets it.
+	if !r.dispatch("c", "owner-a/7") {
+		t.Fatal("dispatch found no waiter")
+	}
+	if got := woken(ws); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("woken %v, want [1]", got)
+	}
+	// Someone else's release, and a wake without payload, reach it.
+	for _, payload := range []string{"owner-b/3", ""} {
+		if !r.dispatch("c", payload) {
+			t.Fatalf("dispatch of %q found no waiter", payload)
+		}
+		if got := woken(ws); len(got) != 1 || got[0] != 0 {
+			t.Fatalf("payload %q woke %v, want [0]", payload, got)
+		}
+	}
+	// With only the ignoring waiter left, its own release is unclaimed.
+	r.remove(ws[1])
+	if r.dispatch("c", "owner-a/8") {
+		t.Fatal("a waiter was woken by a payload it ignores")
 	}
 }

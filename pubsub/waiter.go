@@ -1,5 +1,7 @@
 package pubsub
 
+import "strings"
+
 // Waiter is one local waiter's share of a channel subscription, returned by
 // Broker.Subscribe. Its methods are safe for concurrent use.
 type Waiter struct {
@@ -7,6 +9,7 @@ type Waiter struct {
 	channel string
 	wake    chan struct{} // buffer 1: a pending wake never blocks the dispatcher
 	closed  bool          // guarded by b.mu
+	ignore  string        // payloads with this prefix do not wake w; "" for none
 	// late holds, per node, the confirmation Subscribe stopped waiting for
 	// (nil where the node had confirmed): when it comes, w is woken, since
 	// a release published before it was missed. Guarded by b.mu.
@@ -61,6 +64,11 @@ func (w *Waiter) wakeUp() bool {
 	default:
 		return false
 	}
+}
+
+// ignores reports whether a message with payload must not wake w.
+func (w *Waiter) ignores(payload string) bool {
+	return w.ignore != "" && payload != "" && strings.HasPrefix(payload, w.ignore)
 }
 
 // takeWake consumes w's pending wake, if any, and reports whether there was one.

@@ -3,6 +3,9 @@ package reentrant
 import (
 	"errors"
 	"fmt"
+	"net"
+
+	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -12,7 +15,31 @@ var (
 	ErrInvalidArgument = errors.New("relock: invalid argument")
 	// ErrWrongType is matched by a WrongTypeError.
 	ErrWrongType = errors.New("relock: key holds data that is not a relock lock")
+	// ErrNotSent is wrapped, with the caller's ctx error, by a call whose
+	// ctx ended while it was still queued for its node's next pipeline.
+	ErrNotSent = errors.New("relock: call not sent")
 )
+
+// NotSent reports whether err proves that the call it answers never reached
+// its node, so nothing of it can have run there: the call was withdrawn
+// before it was sent (ErrNotSent), or the client could not get a connection
+// (a dial that failed or timed out, a pool with no connection free in time).
+// A failure after a connection was had may hide a call that ran, and is
+// never reported here. (With go-redis retries enabled, an earlier try may
+// have been written before the connection broke and a redial failed; what
+// it left expires with its lease, as any lost call's does.)
+func NotSent(err error) bool {
+	var opErr *net.OpError
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, ErrNotSent), errors.Is(err, redis.ErrPoolTimeout):
+		return true
+	case errors.As(err, &opErr):
+		return opErr.Op == "dial"
+	}
+	return false
+}
 
 // WrongTypeError reports that a lock's key holds data of another type, stored
 // by someone else. relock leaves such data untouched.

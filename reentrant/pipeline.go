@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -71,7 +72,7 @@ func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, 
 			p.passTurnIfHeld(c)
 			if withdrawn {
 				cmd := redis.NewCmd(ctx)
-				cmd.SetErr(ctx.Err())
+				cmd.SetErr(fmt.Errorf("%w: %w", ErrNotSent, ctx.Err()))
 				return cmd
 			}
 			<-c.done // on the wire already: the reply comes by the batch's deadline
