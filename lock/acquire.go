@@ -24,24 +24,32 @@ type attempt struct {
 	// is gone there.
 	absent  int
 	missing []int // the nodes that answered Missing to a re-entry
+
+	retryNow bool // try again at once, without sleeping (see contender.settle)
+
+	// For the caller's undo (see Client.undo) when not acquired.
+	replies  []reply[reentrant.Acquisition]
+	deadline time.Time // the end of the attempt's lease, counted from its start
 	err     error // a *QuorumError, ctx's error, or a bad-input error
 }
 
-// acquire tries once to bring op.Owner's hold count to op.Count on a quorum.
-// On failure nothing of the attempt is left: every node that took it, or did
-// not answer, is set back to op.Count-1 by the nodes' clean-up queues, which
-// retry until the attempt's lease would have run out.
-func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
+// acquire tries once to bring op.Owner's hold count to op.Count on a quorum:
+// on every node, or on node only when only ≥ 0 (a probe of the tie-breaker,
+// which can never make a quorum by itself when there are several nodes).
+// A failed attempt is left as it landed: the caller undoes it (Client.undo),
+// or keeps what it took (see contender).
+func (c *Client) acquire(ctx context.Context, op reentrant.Op, only int) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
 	}
 	c.stats.attempts.Add(1)
 	a := attempt{sent: true}
 	start := time.Now()
-	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
+	replies := fanOutTo(c, ctx, kindAcquire, c.opts.Lease, only, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
 		return n.Acquire(ctx, op)
 	})
 	elapsed := time.Since(start)
+	a.replies, a.deadline = replies, start.Add(op.Lease)
 
 	agreed, refused := 0, 0
 	a.holderTTL = -1
@@ -71,11 +79,11 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 		return a
 	}
 
-	c.undo(op, replies, start.Add(op.Lease))
-
 	switch {
 	case ctx.Err() != nil:
 		a.err = ctx.Err()
+	case only >= 0 && refused > 0:
+		a.contended = true // a probe that met another holder: no quorum was sought
 	case refused > len(c.nodes)-c.quorum:
 		a.contended = true
 	default:
@@ -94,16 +102,19 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op) attempt {
 // again and again until deadline, the end of the attempt's lease, unless
 // their late reply shows what happened. It all happens in the background,
 // in the nodes' clean-up queues.
-func (c *Client) undo(op reentrant.Op, replies []reply[reentrant.Acquisition], deadline time.Time) {
-	for _, r := range replies {
+//
+// With keep, the nodes that took the attempt keep it: a contender holding
+// the tie-breaker gives back only what it does not know it has.
+func (c *Client) undo(op reentrant.Op, a attempt, keep bool) {
+	for _, r := range a.replies {
 		switch {
 		case r.late != nil:
-			c.undoLate(op, r.node, r.late, deadline)
+			c.undoLate(op, r.node, r.late, a.deadline)
 		case reentrant.NotSent(r.err):
 		case r.err != nil:
-			c.keepReleasing(undoOf(op), r.node, deadline)
-		case r.value.Acquired:
-			c.setBack(op, []int{r.node}, deadline)
+			c.keepReleasing(undoOf(op), r.node, a.deadline)
+		case r.value.Acquired && !keep:
+			c.setBack(op, []int{r.node}, a.deadline)
 		}
 	}
 }

@@ -26,6 +26,8 @@ type Client struct {
 	dog    *watchdog.Watchdog
 	broker *pubsub.Broker // one subscription per node for every waiter
 	ident  *identifier    // the first-contact duplicate check
+	// splitVotes turns the tie-breaker off (an A/B switch, see abtest).
+	splitVotes bool
 	// cleaners[i] does node i's background clean-ups: undo, release
 	// retries, repairs.
 	cleaners []*cleaner
@@ -52,8 +54,9 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		opts:    opts,
-		id:      uuid.NewString(),
+		opts:       opts,
+		splitVotes: splitVotesAtNew(),
+		id:         uuid.NewString(),
 		quorum:  quorum(len(opts.Nodes)),
 		held:    make(map[*Mutex]struct{}),
 		closing: make(chan struct{}),

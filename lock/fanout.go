@@ -46,13 +46,32 @@ func fanOut[T any](c *Client, ctx context.Context, call func(context.Context, *r
 // answer.
 func fanOutFor[T any](c *Client, ctx context.Context, kind callKind, lease time.Duration,
 	call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
+	return fanOutTo(c, ctx, kind, lease, -1, call)
+}
+
+// errNotAsked is the reply of a node a fan-out to another node left out.
+var errNotAsked = fmt.Errorf("%w: node not asked", reentrant.ErrNotSent)
+
+// fanOutTo is fanOutFor, on node only when only ≥ 0: the other nodes'
+// replies are then errNotAsked.
+func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.Duration, only int,
+	call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
 	n := len(c.nodes)
 	start := time.Now()
 	outcomes := make([]*outcome[T], n)
 	cancels := make([]context.CancelFunc, n)
 	limits := make([]time.Time, n) // when we stop waiting for each node
 	finished := make(chan int, n)  // buffered: a late call never blocks
+	answered := make([]bool, n)
+	agreed := make([]bool, n)  // answered, and in favour of the operation
+	stopped := make([]bool, n) // answered, or no longer waited for
 	for i, node := range c.nodes {
+		if only >= 0 && i != only {
+			answered[i], stopped[i] = true, true
+			cancels[i] = func() {}
+			outcomes[i] = &outcome[T]{err: errNotAsked}
+			continue
+		}
 		wait, token := c.waits.wait(i, kind, lease)
 		limits[i] = start.Add(wait)
 		callCtx, cancel := context.WithTimeout(ctx, wait)
@@ -69,11 +88,8 @@ func fanOutFor[T any](c *Client, ctx context.Context, kind callKind, lease time.
 		}()
 	}
 
-	answered := make([]bool, n)
-	agreed := make([]bool, n)  // answered, and in favour of the operation
-	stopped := make([]bool, n) // answered, or no longer waited for
 	ok := 0
-	timer := time.NewTimer(time.Until(limits[0]))
+	timer := time.NewTimer(time.Hour) // set below, before each wait
 	defer timer.Stop()
 collect:
 	for {

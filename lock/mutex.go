@@ -167,13 +167,15 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 	var (
 		w        waiter
 		lastFail error // the last quorum failure, reported with ctx's error
+		k        = newContender(m.c, m.key, wait)
 	)
+	defer k.abandon(m.c) // nothing kept once the lock is won
 	for {
 		if m.c.isClosing() {
 			w.giveUp(attempt{})
 			return false, ErrClosed
 		}
-		ok, a, err := m.attempt(ctx, lease, renewed)
+		ok, a, err := m.attempt(ctx, lease, renewed, k)
 		var qe *QuorumError
 		switch {
 		case ok && m.c.isClosing():
@@ -201,15 +203,19 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 			w.giveUp(a)
 			return false, err
 		}
-		if werr := w.wait(ctx, m, a); werr != nil {
+		if a.retryNow {
+			continue
+		}
+		if werr := w.wait(ctx, m, a, k.keeping); werr != nil {
 			w.close(false) // it slept: it consumed no wake
 			return false, errors.Join(werr, lastFail)
 		}
 	}
 }
 
-// attempt runs one acquire for this owner: a first hold, or a re-entry.
-func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool) (bool, attempt, error) {
+// attempt runs one acquire for this owner: a first hold, which follows the
+// contention rules of k, or a re-entry.
+func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, k *contender) (bool, attempt, error) {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
 
@@ -231,15 +237,26 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool) 
 	op.Reentry = reentry
 	m.mu.Unlock()
 
-	a := m.c.acquire(ctx, op)
-	if !a.acquired {
-		if reentry && a.absent > len(m.c.nodes)-m.c.quorum {
-			// Too many nodes no longer have the hold for any quorum to: it
-			// ended (expired, force-unlocked) and another owner may have held
-			// the lock since. Nothing was created where it was missing.
-			m.loseHold()
-			return false, attempt{}, ErrLost
-		}
+	only := -1
+	if !reentry {
+		only = k.target()
+	}
+	a := m.c.acquire(ctx, op, only)
+	switch {
+	case a.acquired:
+		k.keeping = false // what it kept is part of the hold now
+	case !reentry:
+		a.retryNow = k.settle(m.c, op, a, lease)
+		return false, a, a.err
+	case a.absent > len(m.c.nodes)-m.c.quorum:
+		// Too many nodes no longer have the hold for any quorum to: it
+		// ended (expired, force-unlocked) and another owner may have held
+		// the lock since. Nothing was created where it was missing.
+		m.c.undo(op, a, false)
+		m.loseHold()
+		return false, attempt{}, ErrLost
+	default:
+		m.c.undo(op, a, false)
 		return false, a, a.err
 	}
 	var token int64

@@ -21,8 +21,10 @@ type waiter struct {
 }
 
 // wait sleeps after the failed attempt a, or returns ctx's error (or
-// ErrClosed) when ctx ends (or the Client closes) first.
-func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt) error {
+// ErrClosed) when ctx ends (or the Client closes) first. A first waiter
+// (one that holds the lock's tie-breaker) is woken before the others of
+// its process.
+func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt, first bool) error {
 	if !w.primed {
 		w.primed = true
 		sub, err := m.c.broker.SubscribeIgnoring(ctx, m.key.Channel, releasesOf(m.owner))
@@ -36,6 +38,7 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt) error {
 		return nil
 	}
 	w.woken = false
+	w.sub.SetFirst(first)
 	t := time.NewTimer(sleepAfter(a, m.c.opts.RetryDelay))
 	defer t.Stop()
 	m.c.stats.sleeping.Add(1)

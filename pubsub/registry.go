@@ -52,18 +52,21 @@ func (r *registry) remove(w *Waiter) (last bool) {
 }
 
 // dispatch wakes the oldest waiter of channel that has no wake pending and
-// does not ignore payload, and reports whether there was one. Waiters that
+// does not ignore payload, first waiters (SetFirst) before the others, and
+// reports whether there was one. Waiters that
 // already hold a wake will retry anyway, so waking them again would only
 // lose the release. A payload of "" (a wake passed on, a missed
 // confirmation) is ignored by no one.
 func (r *registry) dispatch(channel, payload string) bool {
-	for _, w := range r.chans[channel] {
-		if w.ignores(payload) {
-			continue
-		}
-		if w.wakeUp() {
-			r.wakes++
-			return true
+	for _, first := range []bool{true, false} {
+		for _, w := range r.chans[channel] {
+			if w.first != first || w.ignores(payload) {
+				continue
+			}
+			if w.wakeUp() {
+				r.wakes++
+				return true
+			}
 		}
 	}
 	return false

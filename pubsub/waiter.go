@@ -10,6 +10,7 @@ type Waiter struct {
 	wake    chan struct{} // buffer 1: a pending wake never blocks the dispatcher
 	closed  bool          // guarded by b.mu
 	ignore  string        // payloads with this prefix do not wake w; "" for none
+	first   bool          // woken before the channel's other waiters; guarded by b.mu
 	// late holds, per node, the confirmation Subscribe stopped waiting for
 	// (nil where the node had confirmed): when it comes, w is woken, since
 	// a release published before it was missed. Guarded by b.mu.
@@ -47,6 +48,15 @@ func (w *Waiter) Close() {
 			n.unwant(w.channel)
 		}
 	}
+}
+
+// SetFirst sets whether w is woken before the other waiters of its channel
+// (in order of arrival among those that are): a lock waiter that holds the
+// lock's tie-breaker node is the one that must retry.
+func (w *Waiter) SetFirst(first bool) {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	w.first = first
 }
 
 // GiveBack returns a wake that w consumed but could not use (the retry it

@@ -1,0 +1,136 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/relock-go/relock/internal/abtest"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// Contention: the tie-breaker.
+//
+// When a lock is released, waiters of several processes try for it at once.
+// Under plain Redlock each contacts every node; they split the nodes between
+// them, none reaches a quorum, all undo, and the round repeats. relock breaks
+// the tie with one node per lock name, its tie-breaker: node
+// hash(lock key) mod N, the same in every process as long as every process
+// lists the same nodes in the same order (Options.Nodes says so).
+//
+//  1. A first attempt (a Lock call's first try, or any TryLock) goes to
+//     every node, as in Redlock. Uncontended, nothing else happens.
+//  2. A failed attempt that took the tie-breaker keeps what it took instead
+//     of undoing it, and retries when woken (its process wakes it before
+//     its other waiters). Only one owner can hold the tie-breaker at a time,
+//     so only one contender keeps: the others undo, their undos' releases
+//     wake it, and its next attempt finds their nodes free. Someone always
+//     wins, and nobody undoes a winning position.
+//  3. A waiter woken by a release whose last attempt met another holder on
+//     the tie-breaker asks the tie-breaker alone (a probe: one script on one
+//     node). If it gets it, it goes on at once to every node, as in 2; if
+//     not, it sleeps again having cost one script. Of the waiters that wake
+//     across all processes, only the one that wins the tie-breaker contacts
+//     the other nodes.
+//
+// Safety is the quorum rule's alone: a kept partial hold is a partial hold
+// like any other, held under its lease, and a contender that gives up (ctx
+// ended, Close) undoes everything it kept. The tie-breaker only decides who
+// goes on trying. Keeping is bounded in time: a contender keeps for at most
+// one lease, then gives everything back and waits as anyone else (so two
+// processes that disagree on the node order cannot block each other for
+// longer). A tie-breaker that is down or does not answer makes everyone
+// fall back to 1: plain Redlock attempts, which still win, less cheaply.
+
+// tieBreaker returns the index of key's tie-breaker node.
+func (c *Client) tieBreaker(key reentrant.Key) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key.Lock))
+	return int(h.Sum32() % uint32(len(c.nodes)))
+}
+
+// contender is one blocking Lock call's state in the contention protocol.
+type contender struct {
+	enabled bool // the tie-breaker rules apply (several nodes, a waiting Lock)
+	tie     int  // the tie-breaker node
+
+	probe bool // the next attempt asks the tie-breaker alone
+
+	// keeping: the last attempt failed but kept the nodes it took, the
+	// tie-breaker among them; kept is that attempt, to undo if the call
+	// ends without the lock. keepUntil bounds the keeping: one lease from
+	// the first time this Lock call kept.
+	keeping   bool
+	kept      reentrant.Op
+	keptTry   attempt
+	keepUntil time.Time
+}
+
+func newContender(c *Client, key reentrant.Key, wait bool) *contender {
+	return &contender{
+		enabled: wait && len(c.nodes) > 1 && !c.splitVotes,
+		tie:     c.tieBreaker(key),
+	}
+}
+
+// target is the node the next first-hold attempt goes to alone, or -1 for
+// every node.
+func (k *contender) target() int {
+	if k.enabled && k.probe && !k.keeping {
+		return k.tie
+	}
+	return -1
+}
+
+// settle decides what becomes of a failed first-hold attempt a (of op):
+// kept or undone, and what the next attempt will be. It reports whether to
+// retry at once rather than sleep (a probe that won the tie-breaker).
+func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Duration) (retryNow bool) {
+	tie := tieReply(a, k.tie)
+	won := tie.err == nil && tie.value.Acquired
+	now := time.Now()
+	if k.enabled && won && ctxAlive(a) {
+		if k.keepUntil.IsZero() {
+			k.keepUntil = now.Add(lease) // once per Lock call: after it, no more keeping
+		}
+		if now.Before(k.keepUntil) {
+			c.undo(op, a, true)
+			k.keeping, k.kept, k.keptTry = true, op, a
+			probed := k.probe
+			k.probe = false
+			return probed
+		}
+	}
+	c.undo(op, a, false)
+	k.keeping = false
+	// Probe next time only if another owner holds the tie-breaker: it, or
+	// whoever wins it, goes on, and this waiter sleeps until a release.
+	k.probe = k.enabled && tie.err == nil && !tie.value.Acquired && !tie.value.Stale && !tie.value.Missing
+	return false
+}
+
+// abandon undoes what the contender kept: the Lock call ends without the
+// lock.
+func (k *contender) abandon(c *Client) {
+	if k.keeping {
+		c.undo(k.kept, k.keptTry, false)
+		k.keeping = false
+	}
+}
+
+// tieReply is the tie-breaker's answer within a.
+func tieReply(a attempt, tie int) reply[reentrant.Acquisition] {
+	if tie < len(a.replies) {
+		return a.replies[tie]
+	}
+	return reply[reentrant.Acquisition]{err: errNotAsked}
+}
+
+// ctxAlive reports whether the attempt's ctx had not ended by its end.
+func ctxAlive(a attempt) bool {
+	return a.sent && !errors.Is(a.err, context.Canceled) && !errors.Is(a.err, context.DeadlineExceeded)
+}
+
+// splitVotesAtNew reads the A/B switch when a Client is made.
+func splitVotesAtNew() bool { return abtest.SplitVotes.Load() }
