@@ -30,7 +30,7 @@ type attempt struct {
 	// For the caller's undo (see Client.undo) when not acquired.
 	replies  []reply[reentrant.Acquisition]
 	deadline time.Time // the end of the attempt's lease, counted from its start
-	err     error // a *QuorumError, ctx's error, or a bad-input error
+	err      error     // a *QuorumError, ctx's error, or a bad-input error
 }
 
 // acquire tries once to bring op.Owner's hold count to op.Count on a quorum:

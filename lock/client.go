@@ -57,10 +57,10 @@ func New(opts Options) (*Client, error) {
 		opts:       opts,
 		splitVotes: splitVotesAtNew(),
 		id:         uuid.NewString(),
-		quorum:  quorum(len(opts.Nodes)),
-		held:    make(map[*Mutex]struct{}),
-		closing: make(chan struct{}),
-		waits:   newNodeWaits(opts),
+		quorum:     quorum(len(opts.Nodes)),
+		held:       make(map[*Mutex]struct{}),
+		closing:    make(chan struct{}),
+		waits:      newNodeWaits(opts),
 	}
 	for _, n := range opts.Nodes {
 		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
