@@ -62,6 +62,12 @@ type Options struct {
 	// let a second owner in). It buys no availability: 2 nodes survive no
 	// node failure, 4 survive one like 3 do. Prefer an odd count unless that
 	// margin is what you want.
+	//
+	// List the nodes in the same order in every process that shares locks:
+	// each lock has a tie-breaker node, picked by position in this list,
+	// that settles which waiter goes on when several try at once (see
+	// contend.go). Another order in some process costs that process speed
+	// under contention, never safety.
 	Nodes []redis.UniversalClient
 
 	// KeyPrefix namespaces every key relock writes ("relock" when empty).
