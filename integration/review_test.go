@@ -365,9 +365,10 @@ func TestReentryRepairsHoldMissingOnAMinority(t *testing.T) {
 }
 
 // TestForeignDataOnFenceKeyChangesNothing: someone else's data on the
-// fencing counter's key (a hash, or a string that is not a number) stops
-// Lock at once with an error that names that key, before anything is
-// written: the lock stays free on every node.
+// fencing counter's key (a hash, or a string that is not a number) stops a
+// fenced Lock at once with an error that names that key, before anything is
+// written: the lock stays free on every node. A Lock without fencing does
+// not read that key, and leaves it as it is.
 func TestForeignDataOnFenceKeyChangesNothing(t *testing.T) {
 	key, err := reentrant.NewKey("", "fence-foreign")
 	require.NoError(t, err)
@@ -389,17 +390,16 @@ func TestForeignDataOnFenceKeyChangesNothing(t *testing.T) {
 				require.NoError(t, tc.store(ctx, cluster.Nodes[i].Direct()))
 			}
 			c := newLockClient(t, 3, lock.Options{})
-			for _, m := range []*lock.Mutex{c.NewMutex(key.Name), c.NewMutex(key.Name, lock.WithFencing(lock.CounterTokens))} {
-				start := time.Now()
-				err := m.Lock(ctx)
-				require.ErrorIs(t, err, lock.ErrWrongType)
-				var wt *reentrant.WrongTypeError
-				require.ErrorAs(t, err, &wt)
-				require.Equal(t, key.Fence, wt.Key, "the error must name the fence key")
-				require.Equal(t, tc.kind, wt.Type)
-				require.Less(t, time.Since(start), 5*time.Second, "Lock retried a permanent error")
-				require.Zero(t, m.HoldCount())
-			}
+			m := c.NewMutex(key.Name, lock.WithFencing(lock.CounterTokens))
+			start := time.Now()
+			err := m.Lock(ctx)
+			require.ErrorIs(t, err, lock.ErrWrongType)
+			var wt *reentrant.WrongTypeError
+			require.ErrorAs(t, err, &wt)
+			require.Equal(t, key.Fence, wt.Key, "the error must name the fence key")
+			require.Equal(t, tc.kind, wt.Type)
+			require.Less(t, time.Since(start), 5*time.Second, "Lock retried a permanent error")
+			require.Zero(t, m.HoldCount())
 			for i := range 3 {
 				n, err := cluster.Nodes[i].Direct().Exists(ctx, key.Lock).Result()
 				require.NoError(t, err)
@@ -412,6 +412,15 @@ func TestForeignDataOnFenceKeyChangesNothing(t *testing.T) {
 			require.NoError(t, err)
 			for _, s := range states {
 				require.ErrorIs(t, s.Err, lock.ErrWrongType, "node %d: Inspect must report the foreign fence key", s.Node)
+			}
+			// A lock without fencing never reads the counter's key.
+			plain := c.NewMutex(key.Name)
+			require.NoError(t, plain.Lock(ctx))
+			require.NoError(t, plain.Unlock(ctx))
+			for i := range 3 {
+				kind, err := cluster.Nodes[i].Direct().Type(ctx, key.Fence).Result()
+				require.NoError(t, err)
+				require.Equal(t, tc.kind, kind, "node %d: foreign data changed", i)
 			}
 		})
 	}

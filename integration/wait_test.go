@@ -115,8 +115,10 @@ func TestOneReleaseWakesOneWaiter(t *testing.T) {
 		t.Logf("%d masters: after one release: %d attempt(s), %d wake-up(s), %d duplicate copies dropped; before %+v after %+v",
 			n, after.Attempts-before.Attempts, after.WokenByPub-before.WokenByPub,
 			after.Subscription.Duplicates-before.Subscription.Duplicates, before, after)
-		require.Equal(t, uint64(1), after.Attempts-before.Attempts, "one release must wake one waiter")
-		require.Equal(t, uint64(1), after.WokenByPub-before.WokenByPub)
+		// The woken waiter probes the tie-breaker, then (having won it) tries
+		// every node: two attempts, one waiter.
+		require.Equal(t, uint64(1), after.WokenByPub-before.WokenByPub, "one release must wake one waiter")
+		require.LessOrEqual(t, after.Attempts-before.Attempts, uint64(2), "one release must wake one waiter")
 		require.Equal(t, int32(1), winners.Load())
 		cancel()
 		wg.Wait()

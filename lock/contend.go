@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/abtest"
+	"github.com/relock-go/relock/internal/backoff"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -65,6 +66,13 @@ type contender struct {
 	kept      reentrant.Op
 	keptTry   attempt
 	keepUntil time.Time
+	keeps     int // failed attempts kept in a row
+
+	// recheck: the last probe met a holder on the tie-breaker just after a
+	// release woke this waiter. That release may still be on its way to
+	// the tie-breaker (its copies from the other nodes woke the waiter), so
+	// the waiter looks again shortly instead of sleeping out a lease.
+	recheck bool
 }
 
 func newContender(c *Client, key reentrant.Key, wait bool) *contender {
@@ -85,8 +93,9 @@ func (k *contender) target() int {
 
 // settle decides what becomes of a failed first-hold attempt a (of op):
 // kept or undone, and what the next attempt will be. It reports whether to
-// retry at once rather than sleep (a probe that won the tie-breaker).
-func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Duration) (retryNow bool) {
+// retry at once rather than sleep (a probe that won the tie-breaker). woken
+// says a release's wake led to the attempt.
+func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Duration, woken bool) (retryNow bool) {
 	tie := tieReply(a, k.tie)
 	won := tie.err == nil && tie.value.Acquired
 	now := time.Now()
@@ -97,17 +106,35 @@ func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Dur
 		if now.Before(k.keepUntil) {
 			c.undo(op, a, true)
 			k.keeping, k.kept, k.keptTry = true, op, a
+			k.keeps++
 			probed := k.probe
 			k.probe = false
 			return probed
 		}
 	}
 	c.undo(op, a, false)
-	k.keeping = false
+	k.keeping, k.keeps = false, 0
+	k.recheck = k.probe && woken && !won
 	// Probe next time only if another owner holds the tie-breaker: it, or
 	// whoever wins it, goes on, and this waiter sleeps until a release.
 	k.probe = k.enabled && tie.err == nil && !tie.value.Acquired && !tie.value.Stale && !tie.value.Missing
 	return false
+}
+
+// sleep is how long to sleep after the failed attempt a when no wake comes.
+// A keeper does not wait for the holder's lease: the owners it met may be
+// undoing their own attempts, and their undos' releases arrive as copies of
+// one release it may not be woken by, so it looks again after a retry
+// delay that doubles with each kept attempt, up to the holder's lease.
+func (k *contender) sleep(a attempt, retryDelay time.Duration) time.Duration {
+	d := sleepAfter(a, retryDelay)
+	switch {
+	case k.keeping:
+		return min(d, backoff.Jitter(retryDelay<<min(k.keeps-1, 6)))
+	case k.recheck:
+		return min(d, backoff.Jitter(retryDelay))
+	}
+	return d
 }
 
 // abandon undoes what the contender kept: the Lock call ends without the

@@ -175,7 +175,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 			w.giveUp(attempt{})
 			return false, ErrClosed
 		}
-		ok, a, err := m.attempt(ctx, lease, renewed, k)
+		ok, a, err := m.attempt(ctx, lease, renewed, k, w.woken)
 		var qe *QuorumError
 		switch {
 		case ok && m.c.isClosing():
@@ -206,7 +206,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		if a.retryNow {
 			continue
 		}
-		if werr := w.wait(ctx, m, a, k.keeping); werr != nil {
+		if werr := w.wait(ctx, m, k.sleep(a, m.c.opts.RetryDelay), k.keeping); werr != nil {
 			w.close(false) // it slept: it consumed no wake
 			return false, errors.Join(werr, lastFail)
 		}
@@ -215,7 +215,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 
 // attempt runs one acquire for this owner: a first hold, which follows the
 // contention rules of k, or a re-entry.
-func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, k *contender) (bool, attempt, error) {
+func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, k *contender, woken bool) (bool, attempt, error) {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
 
@@ -235,6 +235,7 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, 
 	}
 	op := m.op(m.count+1, lease, 2) // one sequence number for the undo
 	op.Reentry = reentry
+	op.Fence = m.fencing != 0 && !reentry
 	m.mu.Unlock()
 
 	only := -1
@@ -246,7 +247,7 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, 
 	case a.acquired:
 		k.keeping = false // what it kept is part of the hold now
 	case !reentry:
-		a.retryNow = k.settle(m.c, op, a, lease)
+		a.retryNow = k.settle(m.c, op, a, lease, woken)
 		return false, a, a.err
 	case a.absent > len(m.c.nodes)-m.c.quorum:
 		// Too many nodes no longer have the hold for any quorum to: it

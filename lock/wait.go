@@ -20,11 +20,11 @@ type waiter struct {
 	woken  bool // the last sleep ended with a release's wake
 }
 
-// wait sleeps after the failed attempt a, or returns ctx's error (or
-// ErrClosed) when ctx ends (or the Client closes) first. A first waiter
-// (one that holds the lock's tie-breaker) is woken before the others of
-// its process.
-func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt, first bool) error {
+// wait sleeps after a failed attempt until a wake comes or sleep passes,
+// or returns ctx's error (or ErrClosed) when ctx ends (or the Client
+// closes) first. A first waiter (one that holds the lock's tie-breaker) is
+// woken before the others of its process.
+func (w *waiter) wait(ctx context.Context, m *Mutex, sleep time.Duration, first bool) error {
 	if !w.primed {
 		w.primed = true
 		sub, err := m.c.broker.SubscribeIgnoring(ctx, m.key.Channel, releasesOf(m.owner))
@@ -39,7 +39,7 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, a attempt, first bool) erro
 	}
 	w.woken = false
 	w.sub.SetFirst(first)
-	t := time.NewTimer(sleepAfter(a, m.c.opts.RetryDelay))
+	t := time.NewTimer(sleep)
 	defer t.Stop()
 	m.c.stats.sleeping.Add(1)
 	defer m.c.stats.sleeping.Add(-1)

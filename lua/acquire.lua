@@ -5,6 +5,10 @@
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
 -- ARGV[5] '1' for a re-entry: only count up a hold the owner still has here
+-- ARGV[6] '1' to read the fencing counter (a fenced first acquisition)
+--
+-- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
+-- for it: a lock without fencing never reads that key.
 --
 -- Returns {1, count, fence} when the owner holds the lock afterwards,
 -- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it), or
@@ -40,21 +44,26 @@
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local reentry = ARGV[5] == '1'
-local fence = fenceCounter(KEYS[2])
+local fence = 0
+if ARGV[6] == '1' then
+  fence = fenceCounter(KEYS[2])
+end
 
-if lockKind(key) == 'hash' then
-  local seqField = owner .. '/seq'
-  for _, field in ipairs(redis.call('HKEYS', key)) do
-    if field ~= owner and field ~= seqField then
-      return {0, redis.call('PTTL', key), fence}
-    end
+local size = hashSize(key)
+if size > 0 then
+  local held, last = ownHold(key, owner)
+  -- The owner's fields are its count and OWNER/seq: any other field is
+  -- another owner's hold, found without reading the whole hash.
+  local own = (held and 1 or 0) + (last > 0 and 1 or 0)
+  if size > own then
+    return {0, redis.call('PTTL', key), fence}
   end
   -- An operation that is not newer than the last one applied is a retry or a
   -- straggler: report the state without changing it.
-  if seq <= lastSeq(key, owner) then
-    return {1, tonumber(redis.call('HGET', key, owner) or '0'), fence}
+  if seq <= last then
+    return {1, held or 0, fence}
   end
-  if reentry and not holds(key, owner) then
+  if reentry and not held then
     return {3, -2, fence}
   end
 elseif reentry then

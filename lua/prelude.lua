@@ -31,15 +31,32 @@ local function fenceCounter(key)
   return numberAt(key, 'fence')
 end
 
--- lastSeq returns the sequence number of the owner's last applied operation
--- (0 when none), kept in the field OWNER/seq beside the hold count.
-local function lastSeq(key, owner)
-  return tonumber(redis.call('HGET', key, owner .. '/seq') or '0')
+-- foreign stops the script with a WRONGTYPE error naming the type found at
+-- key: data someone else stored there, which relock never changes.
+local function foreign(key)
+  error(redis.error_reply('WRONGTYPE ' .. redis.call('TYPE', key)['ok']))
 end
 
--- holds reports whether owner has a hold count on the lock.
-local function holds(key, owner)
-  return redis.call('HEXISTS', key, owner) == 1
+-- hashSize returns the number of fields of the lock hash (0 when the key
+-- does not exist), in one command; another type at key is foreign data.
+local function hashSize(key)
+  local ok, size = pcall(redis.call, 'HLEN', key)
+  if not ok then
+    foreign(key)
+  end
+  return size
+end
+
+-- ownHold returns, in one command, the owner's hold count on the lock (nil
+-- when it holds nothing here) and the sequence number of its last applied
+-- operation (0 when none), kept in the field OWNER/seq beside the count.
+-- Another type at key is foreign data.
+local function ownHold(key, owner)
+  local ok, fields = pcall(redis.call, 'HMGET', key, owner, owner .. '/seq')
+  if not ok then
+    foreign(key)
+  end
+  return fields[1] and tonumber(fields[1]), tonumber(fields[2] or '0')
 end
 
 -- An owner's tombstone is a string key beside the lock (KEYS of the script
@@ -60,8 +77,12 @@ end
 -- for at least ttl ms. It never lowers the number nor shortens the life of
 -- an existing tombstone: a release arriving late must not reopen the door
 -- that a newer one closed, nor cut short the cover an earlier hold with a
--- longer lease still needs. The key always gets a TTL.
+-- longer lease still needs. The key always gets a TTL. Usually there is no
+-- tombstone yet, and one SET NX does it all.
 local function bury(tomb, seq, ttl)
+  if redis.call('SET', tomb, seq, 'PX', ttl, 'NX') then
+    return
+  end
   local last = buried(tomb)
   local left = redis.call('PTTL', tomb)
   redis.call('SET', tomb, math.max(last, seq), 'PX', math.max(left, ttl))

@@ -35,13 +35,14 @@
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-if lockKind(key) == 'none' or not holds(key, owner) then
+local held, last = ownHold(key, owner)
+if not held then
   if count == 0 then
     bury(KEYS[3], seq, lease)
   end
   return 0
 end
-if seq <= lastSeq(key, owner) then
+if seq <= last then
   return 1 -- a retry or a straggler: a newer operation already applied
 end
 if count > 0 then

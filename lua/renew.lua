@@ -18,10 +18,11 @@
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-if lockKind(key) == 'none' or not holds(key, owner) then
+local held, last = ownHold(key, owner)
+if not held then
   return 0
 end
-if seq > lastSeq(key, owner) then
+if seq > last then
   -- A renewal older than the last operation must not undo that operation's count.
   redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 end

@@ -78,11 +78,15 @@ func acquireKeys(op Op) []string {
 
 // acquireArgs are the ARGV of the acquire script for op.
 func acquireArgs(op Op) []any {
-	reentry := 0
-	if op.Reentry {
-		reentry = 1
+	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence)}
+}
+
+// flag is a script's boolean argument.
+func flag(b bool) int {
+	if b {
+		return 1
 	}
-	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, reentry}
+	return 0
 }
 
 func releaseKeys(op Op) []string {

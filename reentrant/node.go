@@ -67,6 +67,10 @@ type Op struct {
 	// afresh. Repairs, which write a hold back on a node that lost it, leave
 	// it false.
 	Reentry bool
+	// Fence asks an acquire to read the lock's fencing counter
+	// (Acquisition.Fence); without it the counter's key is not read and
+	// Fence is 0.
+	Fence bool
 }
 
 func (op Op) check(minCount int64) error {
@@ -107,7 +111,8 @@ type Acquisition struct {
 	// re-entry that finds another owner holding the lock is answered as
 	// any acquire is, with that owner's TTL.)
 	Missing bool
-	// Fence is the node's fencing counter (0 when never raised).
+	// Fence is the node's fencing counter (0 when never raised, or when
+	// the Op did not ask for it).
 	Fence int64
 }
 

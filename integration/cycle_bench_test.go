@@ -1,0 +1,47 @@
+package integration_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/integration/fixture"
+	"github.com/relock-go/relock/lock"
+)
+
+// BenchmarkSequentialCycle is one Lock and one Unlock, one after the other,
+// on 1 and 3 masters reached directly (no proxy): the client's cost per
+// cycle, for profiling (go test -bench SequentialCycle -cpuprofile).
+func BenchmarkSequentialCycle(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(itoaName(n), func(b *testing.B) {
+			if err := cluster.Reset(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			nodes := make([]redis.UniversalClient, n)
+			for i := range nodes {
+				rdb := redis.NewClient(fixture.ClientOptions(cluster.Nodes[i].Addr()))
+				defer rdb.Close()
+				nodes[i] = rdb
+			}
+			c, err := lock.New(lock.Options{Nodes: nodes})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			m := c.NewMutex("cycle")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := m.Lock(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := m.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
