@@ -41,9 +41,12 @@ fmt-check:
 	@out="$$(gofmt -l .)"; \
 	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; fi
 
-# Side by side with go-redsync/redsync, bsm/redislock and rueidislock on three
-# Redis masters in containers (integration/peers is its own module, so the
-# library never depends on the peers). About 3 minutes; pass flags with
-# BENCH_FLAGS, e.g. make bench BENCH_FLAGS='-quick' or BENCH_FLAGS='-out bench.md'.
+# Side by side with go-redsync/redsync, bsm/redislock and rueidislock on 1, 3
+# and 5 Redis masters in containers (integration/peers is its own module, so
+# the library never depends on the peers). About 6 minutes; pass flags with
+# BENCH_FLAGS, e.g. make bench BENCH_FLAGS='-quick' or BENCH_FLAGS='-out bench.md';
+# a subset with RELOCK_BENCH_ONLY=contended,design (scenarios),
+# RELOCK_BENCH_LIBS=relock,redsync and RELOCK_BENCH_MASTERS=3,5
+# (integration/peers/doc.go).
 bench: image
 	cd integration/peers && $(TEST_ENV) $(GO) run ./cmd/relock-bench $(BENCH_FLAGS)

@@ -42,8 +42,8 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("ceiling: go-redis EVALSHA: %v", rep.Ceiling.GoRedisErr)
 	}
 
-	// Two client modes × (5 libraries on 1 master + 3 on 3 masters).
-	if got, want := len(rep.Contended), 2*(5+3); got != want {
+	// Two client modes × (6 configurations on 1 master + 4 on 3 masters).
+	if got, want := len(rep.Contended), 2*(6+4); got != want {
 		t.Errorf("contended runs: %d, want %d", got, want)
 	}
 	for _, r := range rep.Contended {
@@ -57,6 +57,9 @@ func TestQuickRun(t *testing.T) {
 		if r.Errors != 0 {
 			t.Errorf("contended %s, %d master(s): %d errors, first: %v", what, r.Nodes, r.Errors, r.FirstErr)
 		}
+		if r.ServerCmds <= 0 || len(r.ServerCmdsPerNode) != r.Nodes {
+			t.Errorf("contended %s, %d master(s): server commands %.1f per acquisition, per node %v", what, r.Nodes, r.ServerCmds, r.ServerCmdsPerNode)
+		}
 	}
 
 	// Four libraries on 1 master + 2 on 3 masters, for each of the two.
@@ -67,6 +70,33 @@ func TestQuickRun(t *testing.T) {
 		for _, r := range runs {
 			if r.Cycles == 0 || r.Errors != 0 {
 				t.Errorf("%s %s, %d master(s): %d cycles, %d errors, first: %v", name, r.Lib, r.Nodes, r.Cycles, r.Errors, r.FirstErr)
+			}
+			// redsync's cycle is SET NX, then EVALSHA running GET and
+			// DEL: 4 commands per node, which checks the INFO deltas
+			// (the bench's own reads taken off).
+			if r.Lib == peers.NameRedsyncDefaults {
+				for i, c := range r.ServerCmdsPerNode {
+					if c < 3.9 || c > 4.2 {
+						t.Errorf("%s redsync, %d master(s): node %d ran %.2f commands per acquisition, want 4", name, r.Nodes, i, c)
+					}
+				}
+			}
+		}
+	}
+
+	// relock and redsync at 1 and 3 masters, DesignClients separate
+	// clients each.
+	if got, want := len(rep.Design), 2; got != want {
+		t.Errorf("design table: %d node counts, want %d", got, want)
+	}
+	for _, g := range rep.Design {
+		if len(g.Runs) != 2 {
+			t.Errorf("design table, %d master(s): %d runs, want 2", g.Nodes, len(g.Runs))
+		}
+		for _, r := range g.Runs {
+			if r.Cycles == 0 || r.Errors != 0 || r.Goroutines != cfg.DesignClients || !r.Separate {
+				t.Errorf("design table %s, %d master(s): %d cycles over %d goroutines (separate %v), %d errors, first: %v",
+					r.Lib, r.Nodes, r.Cycles, r.Goroutines, r.Separate, r.Errors, r.FirstErr)
 			}
 		}
 	}
@@ -87,7 +117,7 @@ func TestQuickRun(t *testing.T) {
 
 	var out bytes.Buffer
 	rep.Write(&out)
-	for _, want := range []string{"## Ceiling", "## Contended hand-off", "## Uncontended", "## Sequential", "## Watchdog", "## Summary"} {
+	for _, want := range []string{"## Ceiling", "## Contended hand-off", "## Uncontended", "## Sequential", "## The design document's table", "## Watchdog", "## Summary"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -28,11 +28,10 @@ type Ceiling struct {
 	// Ping is go-redis PING round trips, one at a time from one goroutine.
 	Ping    Dist
 	PingErr error
-	// FanOut is a PING sent to every master at once from one goroutine per
-	// master, timed until the last reply: the floor of a parallel quorum
-	// round on this machine. Empty with fewer than 3 masters.
-	FanOut    Dist
-	FanOutErr error
+	// FanOut is a PING sent to n masters at once from one goroutine per
+	// master, timed until the last reply, for each n > 1 of the node counts
+	// the run covers: the floor of a parallel quorum round on this machine.
+	FanOut []FanOut
 	// GoRedis is go-redis EVALSHA of benchScript from Goroutines
 	// goroutines, one command at a time each (no pipelining).
 	GoRedis    *Throughput
@@ -40,6 +39,23 @@ type Ceiling struct {
 	// Bench are redis-benchmark runs of EVALSHA benchScript.
 	Bench    []BenchRun
 	BenchErr error // redis-benchmark missing or failing
+}
+
+// FanOut is the parallel PING to the first Nodes masters.
+type FanOut struct {
+	Nodes int
+	Dist  Dist
+	Err   error
+}
+
+// fanOut returns the parallel PING to n masters, if measured.
+func (c *Ceiling) fanOut(n int) *FanOut {
+	for i := range c.FanOut {
+		if c.FanOut[i].Nodes == n {
+			return &c.FanOut[i]
+		}
+	}
+	return nil
 }
 
 // Throughput is a rate of commands with their latency.
@@ -61,17 +77,20 @@ type BenchRun struct {
 }
 
 // measureCeiling measures the ceiling on addrs[0] (and the fan-out on
-// addrs[:3]).
-func measureCeiling(ctx context.Context, cfg Config, addrs []string) *Ceiling {
+// addrs[:n] for each n > 1 of counts).
+func measureCeiling(ctx context.Context, cfg Config, addrs []string, counts []int) *Ceiling {
 	addr := addrs[0]
 	c := &Ceiling{Addr: addr}
 	client := redis.NewClient(fixture.ClientOptions(addr))
 	defer client.Close()
 	c.Ping, c.PingErr = measurePing(ctx, client, cfg.Duration)
-	if len(addrs) >= 3 {
-		f := newFanOut(addrs[:3])
-		c.FanOut, c.FanOutErr = f.measure(ctx, cfg.Duration)
-		f.close()
+	for _, n := range counts {
+		if n > 1 {
+			f := newFanOut(addrs[:n])
+			d, err := f.measure(ctx, cfg.Duration)
+			f.close()
+			c.FanOut = append(c.FanOut, FanOut{Nodes: n, Dist: d, Err: err})
+		}
 	}
 
 	sha, err := client.ScriptLoad(ctx, benchScript).Result()

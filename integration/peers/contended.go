@@ -43,8 +43,10 @@ type Contended struct {
 	Nodes int
 	Mode  string
 
-	// Ping is the PING round trip on the first node just before the run.
-	Ping Dist
+	// Ping is the PING round trip on the first node just before the run;
+	// FanPing, with several masters, a PING to all of them in parallel
+	// until the last reply, just before the run too.
+	Ping, FanPing Dist
 
 	Elapsed time.Duration
 	Cycles  int // acquisitions before the run ended
@@ -67,6 +69,12 @@ type Contended struct {
 	// Publishes is the PUBLISH calls the nodes ran (INFO commandstats, so
 	// also those inside scripts) during the measured time, per acquisition.
 	Publishes float64
+	// ServerCmds is every command the nodes ran during the measured time
+	// (INFO commandstats, so also those inside scripts; not the bench's own
+	// INFO), summed over the masters, per acquisition; ServerCmdsPerNode
+	// each node's share.
+	ServerCmds        float64
+	ServerCmdsPerNode []float64
 	// Unlock is how long Unlock calls took.
 	Unlock       Dist
 	Self         int   // acquisitions by the goroutine that released last
@@ -212,7 +220,7 @@ func contend(ctx context.Context, cfg Config, lib Lib, mutexes []Mutex, sent []f
 	results := make([]goroutineResult, n)
 	var wg sync.WaitGroup
 	tripsBefore, counted := roundTrips(procs)
-	pubBefore, pubErr := publishes(ctx, admin)
+	statsBefore, statsErr := readServerStats(ctx, admin)
 	start := time.Now()
 	for g := range mutexes {
 		wg.Go(func() {
@@ -241,7 +249,8 @@ func contend(ctx context.Context, cfg Config, lib Lib, mutexes []Mutex, sent []f
 	end := time.NewTimer(d)
 	defer end.Stop()
 	var elapsed time.Duration
-	var trips, pubs int64
+	var trips int64
+	var statsAfter serverStats
 	var grace <-chan time.Time
 run:
 	for {
@@ -252,8 +261,8 @@ run:
 			elapsed = time.Since(start)
 			st.stop.Store(true)
 			trips, _ = roundTrips(procs)
-			if pubErr == nil {
-				pubs, pubErr = publishes(ctx, admin)
+			if statsErr == nil {
+				statsAfter, statsErr = readServerStats(ctx, admin)
 			}
 			g := time.NewTimer(drainGrace)
 			defer g.Stop()
@@ -273,8 +282,8 @@ run:
 	if elapsed == 0 { // every goroutine gave up before the end
 		elapsed = time.Since(start)
 		trips, _ = roundTrips(procs)
-		if pubErr == nil {
-			pubs, pubErr = publishes(ctx, admin)
+		if statsErr == nil {
+			statsAfter, statsErr = readServerStats(ctx, admin)
 		}
 	}
 
@@ -301,8 +310,9 @@ run:
 	if counted && r.Cycles > 0 {
 		r.RoundTrips = float64(trips-tripsBefore) / float64(r.Cycles)
 	}
-	if pubErr == nil && r.Cycles > 0 {
-		r.Publishes = float64(pubs-pubBefore) / float64(r.Cycles)
+	if statsErr == nil && r.Cycles > 0 {
+		r.Publishes = float64(statsAfter.publishes-statsBefore.publishes) / float64(r.Cycles)
+		r.ServerCmds, r.ServerCmdsPerNode = perAcquisition(statsAfter.commandsSince(statsBefore), r.Cycles)
 	}
 	return r, nil
 }
@@ -388,17 +398,4 @@ func contender(ctx context.Context, cfg Config, lib Lib, st *contendedState, g i
 		time.Sleep(cfg.Pause)
 	}
 	return r
-}
-
-// publishes sums the PUBLISH calls the nodes ran so far.
-func publishes(ctx context.Context, admin []*redis.Client) (int64, error) {
-	var n int64
-	for i, c := range admin {
-		info, err := c.Info(ctx, "commandstats").Result()
-		if err != nil {
-			return 0, fmt.Errorf("INFO on node %d: %w", i, err)
-		}
-		n += callsOf(parseInfo(info)["cmdstat_publish"])
-	}
-	return n, nil
 }

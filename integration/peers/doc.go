@@ -13,4 +13,39 @@
 // libs.go; a Process stands for one client process (its own connections),
 // so a scenario can give every goroutine its own Process, as separate
 // services would, or share one among all goroutines.
+//
+// The scenarios, in the order they run (Scenarios), at 1, 3 and 5 masters
+// (MasterCounts; the command starts 5):
+//
+//   - ceiling: PING round trips (one master; 3 and 5 in parallel) and
+//     EVALSHA throughput (go-redis, redis-benchmark);
+//   - contended: 16 goroutines on one name, each with its own Process
+//     ("per goroutine", every count) or one shared Process (up to 3
+//     masters); the rows include "relock (split votes, before)", relock's
+//     Clients made with internal/abtest.SplitVotes set, the A/B of the
+//     contention protocol;
+//   - uncontended and sequential: 64 goroutines, a key each, or one, on one
+//     shared Process, interleaved in rounds;
+//   - design: the design document's table, 100 goroutines each with its own
+//     Process (pool 2 per node) and its own key, relock and redsync beside
+//     the document's own figures;
+//   - watchdog: thousands of held locks renewed by relock (1 and 3 masters).
+//
+// Every scenario but the ceiling and the watchdog reports server commands
+// per acquisition: INFO commandstats deltas summed over the masters (so
+// also the commands scripts run), less the bench's own INFO.
+//
+// A subset: the command's -scenarios, -libs and -masters flags, or the
+// environment variables RELOCK_BENCH_ONLY, RELOCK_BENCH_LIBS and
+// RELOCK_BENCH_MASTERS that set their defaults, also through make. The
+// contended A/B of relock's protocol alone, at 3 and 5 masters, in about a
+// minute:
+//
+//	RELOCK_BENCH_ONLY=contended RELOCK_BENCH_LIBS=relock RELOCK_BENCH_MASTERS=3,5 make bench
+//
+// and with the design table and redsync beside it:
+//
+//	RELOCK_BENCH_ONLY=contended,design RELOCK_BENCH_LIBS=relock,redsync make bench
+//
+// The whole run takes about 6 minutes on 2 cores; -quick about a minute.
 package peers

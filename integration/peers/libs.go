@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/relock-go/relock/integration/fixture"
+	"github.com/relock-go/relock/internal/abtest"
 	"github.com/relock-go/relock/lock"
 )
 
@@ -43,6 +44,10 @@ type Lib struct {
 	Name string
 	// SingleNode marks libraries that lock on one Redis node only.
 	SingleNode bool
+	// ContendedOnly marks configurations that differ only under
+	// contention (an A/B of relock's contention protocol): the scenarios
+	// without contention leave them out.
+	ContendedOnly bool
 	// GaveUp reports whether a Lock error means the library spent its own
 	// retry budget while the lock stayed taken (nil: it has none). The
 	// scenarios count those and call Lock again; any other error but the
@@ -56,6 +61,7 @@ type Lib struct {
 // Library names, as printed.
 const (
 	NameRelock          = "relock"
+	NameRelockSplit     = "relock (split votes, before)"
 	NameRedsyncDefaults = "redsync (defaults)"
 	NameRedsyncFast     = "redsync (2 ms retry)"
 	NameRedislock       = "redislock (2 ms backoff)"
@@ -82,6 +88,7 @@ const (
 func Libs(relockOpts lock.Options) []Lib {
 	return []Lib{
 		{Name: NameRelock, NewProcess: relockProcess(relockOpts)},
+		{Name: NameRelockSplit, ContendedOnly: true, NewProcess: splitVotes(relockProcess(relockOpts))},
 		{Name: NameRedsyncDefaults, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess()},
 		{Name: NameRedsyncFast, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess(
 			redsync.WithRetryDelay(fastRetry), redsync.WithTries(fastTries))},
@@ -140,6 +147,18 @@ func relockProcess(opts lock.Options) func(addrs []string, pool int) (Process, e
 			return nil, err
 		}
 		return &relockProc{clients: clients, probe: probe, c: c}, nil
+	}
+}
+
+// splitVotes makes newProcess's Clients with abtest.SplitVotes set: they
+// contend as relock did before its tie-breaker. The switch is read by
+// lock.New, so it is set only while the Client is made (scenarios make
+// their Processes one at a time).
+func splitVotes(newProcess func(addrs []string, pool int) (Process, error)) func(addrs []string, pool int) (Process, error) {
+	return func(addrs []string, pool int) (Process, error) {
+		abtest.SplitVotes.Store(true)
+		defer abtest.SplitVotes.Store(false)
+		return newProcess(addrs, pool)
 	}
 }
 

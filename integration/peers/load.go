@@ -8,15 +8,19 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Load is the result of a run without contention: Goroutines goroutines,
 // each locking and unlocking its own key in a loop, through one shared
-// Process; the sum of the rounds of runLoads.
+// Process (or each through its own: Separate); the sum of the rounds of
+// runLoads.
 type Load struct {
 	Lib        string
 	Nodes      int
 	Goroutines int
+	Separate   bool // a Process per goroutine
 
 	Elapsed            time.Duration
 	Cycles             int
@@ -24,10 +28,19 @@ type Load struct {
 	Cycle              Dist // Lock call to Unlock return
 	// CPU and Allocs are this process's CPU time (getrusage) and heap
 	// allocations during the measured time, per cycle.
-	CPU      time.Duration
-	Allocs   float64
-	Errors   int
-	FirstErr error
+	CPU    time.Duration
+	Allocs float64
+	// Acquired counts every Lock that succeeded between the INFO snapshots
+	// around each round's slice, also those of the last iterations after
+	// the measured time (not in Cycles); ServerCmds is the commands the
+	// nodes ran in those windows (INFO commandstats, also inside scripts;
+	// not the bench's INFO) per such acquisition, summed over the masters,
+	// and ServerCmdsPerNode each node's share.
+	Acquired          int
+	ServerCmds        float64
+	ServerCmdsPerNode []float64
+	Errors            int
+	FirstErr          error
 }
 
 // CyclesPerSec returns the lock+unlock rate.
@@ -37,52 +50,79 @@ func (r *Load) CyclesPerSec() float64 { return rate(r.Cycles, r.Elapsed) }
 type loadRun struct {
 	lib                 Lib
 	nodes               int
-	proc                Process
+	admin               []*redis.Client
+	procs               []Process
 	mutexes             []Mutex
 	out                 *Load
 	lock, unlock, cycle []time.Duration
 	cpu                 time.Duration
 	allocs              float64
+	commands            []int64 // per node, over the slices
 }
 
 // Reference is a latency measured in the rounds of runLoads beside the
 // libraries: PING round trips that show the machine's state.
 type Reference struct {
 	Name    string
+	Nodes   int // > 1: a PING to that many masters in parallel
 	Measure func(ctx context.Context, d time.Duration) (Dist, error)
 }
 
-// runLoads runs goroutines loops of lock+unlock on distinct keys, one
-// shared Process per library and node count, in cfg.Rounds rounds: each
-// round gives every configuration, and every reference, a slice of
-// cfg.Duration in turn (starting with a different one each round). The
-// machine's load drifts during a run; interleaving gives every
-// configuration the same mix of it, so their ratios hold. failed is told
-// about configurations that could not run. It returns the pooled results
-// and the references' pooled samples, in order.
-func runLoads(ctx context.Context, cfg Config, libs []Lib, addrs [][]string, goroutines int,
-	refs []Reference, failed func(what string, err error)) ([]*Load, []Dist, error) {
+// RefDist is a Reference's samples pooled over the rounds.
+type RefDist struct {
+	Name  string
+	Nodes int
+	Dist  Dist
+}
+
+// findRef returns the parallel PING to n masters (the PING on one when n
+// is 1), if measured.
+func findRef(refs []RefDist, n int) *RefDist {
+	for i := range refs {
+		if refs[i].Nodes == n || (n == 1 && refs[i].Nodes == 0) {
+			return &refs[i]
+		}
+	}
+	return nil
+}
+
+// runLoads runs goroutines loops of lock+unlock on distinct keys, per
+// library and per node count of counts (the first n masters of srv), in
+// cfg.Rounds rounds: each round gives every configuration, and every
+// reference, a slice of cfg.Duration in turn (starting with a different one
+// each round). The machine's load drifts during a run; interleaving gives
+// every configuration the same mix of it, so their ratios hold. With
+// separatePool 0 the goroutines of a configuration share one Process;
+// otherwise each has its own, with that many connections per node. failed
+// is told about configurations that could not run. It returns the pooled
+// results and the references' pooled samples, in order.
+func runLoads(ctx context.Context, cfg Config, libs []Lib, srv Servers, counts []int, goroutines, separatePool int,
+	refs []Reference, failed func(what string, err error)) ([]*Load, []RefDist, error) {
 	var runs []*loadRun
 	defer func() {
 		for _, r := range runs {
-			_ = r.proc.Close()
+			for _, p := range r.procs {
+				_ = p.Close()
+			}
 		}
 	}()
 	prefix := fmt.Sprintf("load-%d-", time.Now().UnixNano())
-	for _, a := range addrs {
+	for _, n := range counts {
+		a := srv.Addrs[:n]
 		for _, lib := range libs {
-			if lib.SingleNode && len(a) > 1 {
+			if lib.SingleNode && n > 1 {
 				continue
 			}
-			p, err := lib.NewProcess(a, max(goroutines, 8))
+			r := &loadRun{lib: lib, nodes: n, admin: srv.Admin[:n], mutexes: make([]Mutex, goroutines),
+				commands: make([]int64, n),
+				out:      &Load{Lib: lib.Name, Nodes: n, Goroutines: goroutines, Separate: separatePool > 0}}
+			err := r.open(a, prefix+fmt.Sprint(len(runs)), separatePool)
 			if err != nil {
-				failed(fmt.Sprintf("%s, %d master(s)", lib.Name, len(a)), err)
+				for _, p := range r.procs {
+					_ = p.Close()
+				}
+				failed(fmt.Sprintf("%s, %d master(s)", lib.Name, n), err)
 				continue
-			}
-			r := &loadRun{lib: lib, nodes: len(a), proc: p, mutexes: make([]Mutex, goroutines),
-				out: &Load{Lib: lib.Name, Nodes: len(a), Goroutines: goroutines}}
-			for i := range r.mutexes {
-				r.mutexes[i] = p.NewMutex(fmt.Sprintf("%s%d-%d", prefix, len(runs), i))
 			}
 			runs = append(runs, r)
 		}
@@ -112,9 +152,20 @@ func runLoads(ctx context.Context, cfg Config, libs []Lib, addrs [][]string, gor
 				continue
 			}
 			r := runs[i]
+			before, err := readServerStats(ctx, r.admin)
+			if err != nil {
+				return nil, nil, err
+			}
 			res, err := load(ctx, r.mutexes, slice)
 			if err != nil {
 				return nil, nil, err
+			}
+			after, err := readServerStats(ctx, r.admin)
+			if err != nil {
+				return nil, nil, err
+			}
+			for node, c := range after.commandsSince(before) {
+				r.commands[node] += c
 			}
 			r.add(res)
 		}
@@ -123,11 +174,36 @@ func runLoads(ctx context.Context, cfg Config, libs []Lib, addrs [][]string, gor
 	for i, r := range runs {
 		out[i] = r.finish()
 	}
-	dists := make([]Dist, len(refs))
+	dists := make([]RefDist, len(refs))
 	for i, samples := range refSamples {
-		dists[i] = NewDist(samples)
+		dists[i] = RefDist{Name: refs[i].Name, Nodes: refs[i].Nodes, Dist: NewDist(samples)}
 	}
 	return out, dists, nil
+}
+
+// open makes the Processes and the mutexes of r: one shared Process, or
+// one per goroutine with pool connections per node; the goroutines' keys are
+// prefix-0, prefix-1, ...
+func (r *loadRun) open(addrs []string, prefix string, pool int) error {
+	goroutines := len(r.mutexes)
+	if pool <= 0 {
+		p, err := r.lib.NewProcess(addrs, max(goroutines, 8))
+		if err != nil {
+			return err
+		}
+		r.procs = append(r.procs, p)
+	}
+	for i := range r.mutexes {
+		if pool > 0 {
+			p, err := r.lib.NewProcess(addrs, pool)
+			if err != nil {
+				return err
+			}
+			r.procs = append(r.procs, p)
+		}
+		r.mutexes[i] = r.procs[len(r.procs)-1].NewMutex(fmt.Sprintf("%s-%d", prefix, i))
+	}
+	return nil
 }
 
 // add merges one round's result.
@@ -135,6 +211,7 @@ func (r *loadRun) add(res *Load) {
 	o := r.out
 	o.Elapsed += res.Elapsed
 	o.Cycles += res.Cycles
+	o.Acquired += res.Acquired
 	o.Errors += res.Errors
 	if o.FirstErr == nil {
 		o.FirstErr = res.FirstErr
@@ -153,11 +230,13 @@ func (r *loadRun) finish() *Load {
 		o.CPU = r.cpu / time.Duration(o.Cycles)
 		o.Allocs = r.allocs / float64(o.Cycles)
 	}
+	o.ServerCmds, o.ServerCmdsPerNode = perAcquisition(r.commands, o.Acquired)
 	return o
 }
 
 type loadSamples struct {
 	lock, unlock, cycle []time.Duration
+	acquired            int // successful Locks, also after the measured time
 	errors              int
 	firstErr            error
 }
@@ -188,6 +267,7 @@ func load(ctx context.Context, mutexes []Mutex, d time.Duration) (*Load, error) 
 					}
 					continue
 				}
+				s.acquired++
 				uctx, ucancel := context.WithTimeout(context.WithoutCancel(runCtx), lockTimeout)
 				err = m.Unlock(uctx)
 				t2 := time.Now()
@@ -238,6 +318,7 @@ func load(ctx context.Context, mutexes []Mutex, d time.Duration) (*Load, error) 
 	var lockLat, unlockLat, cycle []time.Duration
 	for _, s := range samples {
 		r.Cycles += len(s.cycle)
+		r.Acquired += s.acquired
 		r.Errors += s.errors
 		if r.FirstErr == nil {
 			r.FirstErr = s.firstErr

@@ -83,26 +83,18 @@ func (r *Report) Write(w io.Writer) {
 	if len(r.Contended) > 0 {
 		r.writeContended(w)
 	}
-	rounds := func(refs []Dist) string {
-		s := fmt.Sprintf("Measured in %d rounds: each round gives every row, and sequential go-redis PINGs (to the first master, and to 3 masters in parallel), "+
-			"%v in turn, so that all share the machine's drifting load.", max(c.Rounds, 1), c.Duration/time.Duration(max(c.Rounds, 1)))
-		if len(refs) > 0 {
-			s += fmt.Sprintf(" PING in those rounds: p50 %s, p99 %s.", fmtDur(refs[0].P50()), fmtDur(refs[0].P99()))
-		}
-		if len(refs) > 1 {
-			s += fmt.Sprintf(" PING to 3 masters in parallel, until the last reply: p50 %s, p99 %s.", fmtDur(refs[1].P50()), fmtDur(refs[1].P99()))
-		}
-		return s + " Client CPU: this process's user+system time (getrusage) per cycle; allocs: heap allocations per cycle.\n\n"
-	}
 	if len(r.Uncontended) > 0 {
 		fmt.Fprintf(w, "## Uncontended throughput: %d goroutines, a key each, one shared client per library\n\n", c.Uncontended)
-		fmt.Fprint(w, rounds(r.UncontendedRefs))
+		fmt.Fprint(w, c.rounds(r.UncontendedRefs)+loadNotes)
 		writeLoad(w, r.Uncontended, true)
 	}
 	if len(r.Sequential) > 0 {
 		fmt.Fprintf(w, "## Sequential: one goroutine, lock then unlock\n\n")
-		fmt.Fprint(w, rounds(r.SequentialRefs))
+		fmt.Fprint(w, c.rounds(r.SequentialRefs)+loadNotes)
 		writeLoad(w, r.Sequential, false)
+	}
+	if len(r.Design) > 0 {
+		r.writeDesign(w)
 	}
 	if len(r.Watchdog) > 0 {
 		r.writeWatchdog(w)
@@ -118,6 +110,26 @@ func (r *Report) Write(w io.Writer) {
 	}
 }
 
+// loadNotes explains the columns of the interleaved scenarios' tables.
+const loadNotes = " Client CPU: this process's user+system time (getrusage) per cycle; allocs: heap allocations per cycle. " +
+	"Server cmds /acq: every command the masters ran (INFO commandstats deltas around each slice, so also the commands scripts run; " +
+	"the bench's own INFO taken off), summed over the masters, per successful Lock; per node: each master's share.\n\n"
+
+// rounds describes the interleaved rounds and the PINGs measured in them.
+func (c Config) rounds(refs []RefDist) string {
+	rounds := max(c.Rounds, 1)
+	s := fmt.Sprintf("Measured in %d rounds: each round gives every row, and sequential go-redis PINGs (to the first master, and to the masters in parallel), "+
+		"%v in turn, so that all share the machine's drifting load.", rounds, c.Duration/time.Duration(rounds))
+	for _, ref := range refs {
+		s += fmt.Sprintf(" %s in those rounds", ref.Name)
+		if ref.Nodes > 1 {
+			s += ", until the last reply"
+		}
+		s += fmt.Sprintf(": p50 %s, p99 %s.", fmtDur(ref.Dist.P50()), fmtDur(ref.Dist.P99()))
+	}
+	return s
+}
+
 func (r *Report) writeCeiling(w io.Writer) {
 	c := r.Ceiling
 	fmt.Fprintf(w, "## Ceiling (node %s, same run)\n\n", c.Addr)
@@ -127,11 +139,13 @@ func (r *Report) writeCeiling(w io.Writer) {
 	} else {
 		t.add("go-redis PING round trip, sequential", fmt.Sprintf("p50 %s, p99 %s (%d pings)", fmtDur(c.Ping.P50()), fmtDur(c.Ping.P99()), c.Ping.N()))
 	}
-	switch {
-	case c.FanOutErr != nil:
-		t.add("go-redis PING to 3 masters in parallel, until the last reply", "error: "+c.FanOutErr.Error())
-	case c.FanOut.N() > 0:
-		t.add("go-redis PING to 3 masters in parallel, until the last reply", fmt.Sprintf("p50 %s, p99 %s (%d rounds)", fmtDur(c.FanOut.P50()), fmtDur(c.FanOut.P99()), c.FanOut.N()))
+	for _, f := range c.FanOut {
+		label := fmt.Sprintf("go-redis PING to %d masters in parallel, until the last reply", f.Nodes)
+		if f.Err != nil {
+			t.add(label, "error: "+f.Err.Error())
+		} else {
+			t.add(label, fmt.Sprintf("p50 %s, p99 %s (%d rounds)", fmtDur(f.Dist.P50()), fmtDur(f.Dist.P99()), f.Dist.N()))
+		}
 	}
 	label := fmt.Sprintf("go-redis EVALSHA (one SET PX), %d goroutines, no pipelining", r.Config.Uncontended)
 	switch {
@@ -154,7 +168,9 @@ func (r *Report) writeContended(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "## Contended hand-off: %d goroutines on one key, hold %v (time.Sleep), pause %v (time.Sleep)\n\n",
 		c.Contenders, c.Work, c.Pause)
-	fmt.Fprintf(w, "PING p50 before: sequential go-redis PINGs on the first master just before the run (the machine's load drifts). "+
+	fmt.Fprintf(w, "Clients: per goroutine = every goroutine its own Client (its own go-redis clients), as separate processes would have; shared = one for all. "+
+		"relock (split votes, before): relock's Clients made with abtest.SplitVotes set, contending as relock did before its tie-breaker (the A/B of the contention protocol). "+
+		"PING p50 before: sequential go-redis PINGs on the first master just before the run (the machine's load drifts); ∥ PING to N: a PING to every master of the run in parallel, until the last reply, just before it too. "+
 		"Hand-off: from the holder calling Unlock to another goroutine's Lock returning. "+
 		"Wake / final try split it at the moment the new holder's client sent its last script before Lock returned "+
 		"(go-redis clients only; with a shared client only relock, whose scripts carry the owner id). Re-acquired: share of acquisitions won by the goroutine that had just released. "+
@@ -162,10 +178,11 @@ func (r *Report) writeContended(w io.Writer) {
 		"a poller that mostly loses to the releaser shows a short hand-off but long waits). "+
 		"Round trips /cycle: go-redis commands plus pipelines of every client, per acquisition (rueidis: not hooked). "+
 		"PUBLISH /cycle: PUBLISH calls the nodes ran (also inside scripts), per acquisition, summed over the masters. "+
+		"Server cmds /acq: every command the nodes ran during the measured time (INFO commandstats deltas: also the commands scripts run, subscriptions, PINGs; the bench's own INFO taken off), per acquisition, summed over the masters. "+
 		"Stuck: Lock waits longer than %v. Gave up: Lock calls that ended without the lock (library retry budget, or the %v wait bound) and were called again.\n\n",
 		stuckAfter, lockTimeout)
-	t := table{head: []string{"library", "masters", "clients", "PING p50 before", "hand-off p50", "hand-off p99", "wake p50", "final try p50",
-		"Unlock p50", "Lock wait p50", "Lock wait p99", "max wait", "cycles/s", "round trips /cycle", "PUBLISH /cycle", "re-acquired", "per goroutine min–max",
+	t := table{head: []string{"library", "masters", "clients", "PING p50 before", "∥ PING to N p50 before", "hand-off p50", "hand-off p99", "wake p50", "final try p50",
+		"Unlock p50", "Lock wait p50", "Lock wait p99", "max wait", "cycles/s", "server cmds /acq", "round trips /cycle", "PUBLISH /cycle", "re-acquired", "per goroutine min–max",
 		"stuck > 1 s", "gave up", "errors", "overlaps"}}
 	for _, x := range r.Contended {
 		lo, hi := spread(x.PerGoroutine)
@@ -177,9 +194,9 @@ func (r *Report) writeContended(w io.Writer) {
 		if x.RoundTrips > 0 {
 			trips = fmt.Sprintf("%.1f", x.RoundTrips)
 		}
-		t.add(x.Lib, fmt.Sprint(x.Nodes), x.Mode, fmtDur(x.Ping.P50()), fmtDur(x.Handoff.P50()), fmtDur(x.Handoff.P99()),
+		t.add(x.Lib, fmt.Sprint(x.Nodes), x.Mode, fmtDur(x.Ping.P50()), fmtDur(x.FanPing.P50()), fmtDur(x.Handoff.P50()), fmtDur(x.Handoff.P99()),
 			fmtDur(x.Wake.P50()), fmtDur(x.Acquire.P50()), fmtDur(x.Unlock.P50()), fmtDur(x.Wait.P50()), fmtDur(x.Wait.P99()), fmtDur(x.MaxWait),
-			fmtRate(x.CyclesPerSec()), trips, fmt.Sprintf("%.1f", x.Publishes), fmt.Sprintf("%.0f%%", 100*x.SelfShare()), fmt.Sprintf("%d–%d", lo, hi),
+			fmtRate(x.CyclesPerSec()), fmtCmds(x.ServerCmds), trips, fmt.Sprintf("%.1f", x.Publishes), fmt.Sprintf("%.0f%%", 100*x.SelfShare()), fmt.Sprintf("%d–%d", lo, hi),
 			fmt.Sprint(x.Stuck), fmt.Sprint(x.GaveUp), errs, fmt.Sprint(x.Overlaps))
 	}
 	t.write(w)
@@ -188,9 +205,11 @@ func (r *Report) writeContended(w io.Writer) {
 func writeLoad(w io.Writer, runs []*Load, throughput bool) {
 	var t table
 	if throughput {
-		t.head = []string{"library", "masters", "cycles/s", "Lock p50", "Lock p99", "Unlock p50", "Unlock p99", "client CPU /cycle", "allocs /cycle", "errors"}
+		t.head = []string{"library", "masters", "cycles/s", "Lock p50", "Lock p99", "Unlock p50", "Unlock p99", "client CPU /cycle", "allocs /cycle",
+			"server cmds /acq", "per node", "errors"}
 	} else {
-		t.head = []string{"library", "masters", "Lock p50", "Lock p99", "Unlock p50", "Unlock p99", "lock+unlock p50", "lock+unlock p99", "client CPU /cycle", "allocs /cycle", "errors"}
+		t.head = []string{"library", "masters", "Lock p50", "Lock p99", "Unlock p50", "Unlock p99", "lock+unlock p50", "lock+unlock p99", "client CPU /cycle", "allocs /cycle",
+			"server cmds /acq", "per node", "errors"}
 	}
 	for _, x := range runs {
 		errs := fmt.Sprint(x.Errors)
@@ -199,14 +218,53 @@ func writeLoad(w io.Writer, runs []*Load, throughput bool) {
 		}
 		if throughput {
 			t.add(x.Lib, fmt.Sprint(x.Nodes), fmtRate(x.CyclesPerSec()), fmtDur(x.LockLat.P50()), fmtDur(x.LockLat.P99()),
-				fmtDur(x.UnlockLat.P50()), fmtDur(x.UnlockLat.P99()), fmtDur(x.CPU), fmt.Sprintf("%.0f", x.Allocs), errs)
+				fmtDur(x.UnlockLat.P50()), fmtDur(x.UnlockLat.P99()), fmtDur(x.CPU), fmt.Sprintf("%.0f", x.Allocs),
+				fmtCmds(x.ServerCmds), joinFloats(x.ServerCmdsPerNode), errs)
 		} else {
 			t.add(x.Lib, fmt.Sprint(x.Nodes), fmtDur(x.LockLat.P50()), fmtDur(x.LockLat.P99()),
 				fmtDur(x.UnlockLat.P50()), fmtDur(x.UnlockLat.P99()), fmtDur(x.Cycle.P50()), fmtDur(x.Cycle.P99()),
-				fmtDur(x.CPU), fmt.Sprintf("%.0f", x.Allocs), errs)
+				fmtDur(x.CPU), fmt.Sprintf("%.0f", x.Allocs), fmtCmds(x.ServerCmds), joinFloats(x.ServerCmdsPerNode), errs)
 		}
 	}
 	t.write(w)
+}
+
+func (r *Report) writeDesign(w io.Writer) {
+	c := r.Config
+	fmt.Fprintf(w, "## The design document's table: %d separate clients, a key each\n\n", c.DesignClients)
+	fmt.Fprintf(w, "%d goroutines per library, each with its own client (relock: its own lock.Client; redsync: its own redsync instance; "+
+		"each with its own go-redis client per master, pool %d), each locking and unlocking its own key (one of %d) in a loop: "+
+		"concurrent but uncontended, which is what the document's \"acquire latency\" and \"throughput\" measure. "+
+		"Acquire: the Lock call; acquisitions/s: Locks completed (each followed by its Unlock) per second. relock and redsync with their defaults. "+
+		"Reference: the document's own figures (p50 and throughput; no p99 given). ",
+		c.DesignClients, max(c.DesignPool, 1), c.DesignClients)
+	for _, g := range r.Design {
+		fmt.Fprintf(w, "%d master(s): %s ", g.Nodes, c.rounds(g.Refs))
+	}
+	fmt.Fprint(w, loadNotes)
+	t := table{head: []string{"masters", "library", "acquire p50", "acquire p99", "acquisitions/s", "server cmds /acq", "per node", "client CPU /acq", "allocs /acq", "errors"}}
+	for _, g := range r.Design {
+		if f := designFigure(g.Nodes); f != nil {
+			t.add(fmt.Sprint(g.Nodes), "design document (reference)", fmtDur(f.P50), "–", fmtRate(f.PerSecond), "–", "–", "–", "–", "–")
+		}
+		for _, x := range g.Runs {
+			errs := fmt.Sprint(x.Errors)
+			if x.FirstErr != nil {
+				errs += " (" + shorten(x.FirstErr.Error()) + ")"
+			}
+			t.add(fmt.Sprint(g.Nodes), x.Lib, fmtDur(x.LockLat.P50()), fmtDur(x.LockLat.P99()), fmtRate(x.CyclesPerSec()),
+				fmtCmds(x.ServerCmds), joinFloats(x.ServerCmdsPerNode), fmtDur(x.CPU), fmt.Sprintf("%.0f", x.Allocs), errs)
+		}
+	}
+	t.write(w)
+}
+
+// fmtCmds prints a command count per acquisition; "–" for none measured.
+func fmtCmds(v float64) string {
+	if v <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 func (r *Report) writeWatchdog(w io.Writer) {
@@ -296,6 +354,11 @@ func (r *Report) writeErrors(w io.Writer) {
 	}
 	for _, x := range r.Sequential {
 		note(fmt.Sprintf("sequential %s, %d master(s)", x.Lib, x.Nodes), x.Errors, x.FirstErr)
+	}
+	for _, g := range r.Design {
+		for _, x := range g.Runs {
+			note(fmt.Sprintf("design table %s, %d master(s)", x.Lib, x.Nodes), x.Errors, x.FirstErr)
+		}
 	}
 	for _, x := range r.Watchdog {
 		note(fmt.Sprintf("watchdog %d locks, %d master(s)", x.Locks, x.Nodes), x.Errors, x.FirstErr)

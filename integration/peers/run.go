@@ -22,11 +22,23 @@ const (
 	ScenarioContended   = "contended"
 	ScenarioUncontended = "uncontended"
 	ScenarioSequential  = "sequential"
+	ScenarioDesign      = "design"
 	ScenarioWatchdog    = "watchdog"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
-var Scenarios = []string{ScenarioCeiling, ScenarioContended, ScenarioUncontended, ScenarioSequential, ScenarioWatchdog}
+var Scenarios = []string{ScenarioCeiling, ScenarioContended, ScenarioUncontended, ScenarioSequential, ScenarioDesign, ScenarioWatchdog}
+
+// MasterCounts are the node counts the scenarios run at, as far as the
+// servers go. The contended scenario runs its shared-client rows up to
+// sharedUpTo masters and the watchdog up to watchdogUpTo (both bound the
+// run's length).
+var MasterCounts = []int{1, 3, 5}
+
+const (
+	sharedUpTo   = 3
+	watchdogUpTo = 3
+)
 
 // Config sets the size of every scenario.
 type Config struct {
@@ -40,6 +52,12 @@ type Config struct {
 
 	Uncontended int // goroutines on distinct keys
 
+	// The design document's table: DesignClients goroutines, each with its
+	// own Process whose go-redis clients have DesignPool connections per
+	// node, each on its own key.
+	DesignClients int
+	DesignPool    int
+
 	WatchdogLocks []int         // lock counts held in the watchdog scenario
 	WatchdogLease time.Duration // relock lease there, renewed every third
 	WatchdogTicks int           // renewal periods measured
@@ -48,11 +66,12 @@ type Config struct {
 
 	Scenarios []string // the scenarios to run; all when empty
 	Libs      []string // substrings of library names to run; all when empty
+	Masters   []int    // node counts of MasterCounts to run at; all the servers allow when empty
 
 	Progress io.Writer // one line per run; nil for none
 }
 
-// DefaultConfig returns the full run: 3 s per run, about 3 minutes in all.
+// DefaultConfig returns the full run: 3 s per run, about 6 minutes in all.
 func DefaultConfig() Config {
 	return Config{
 		Duration:      3 * time.Second,
@@ -62,6 +81,8 @@ func DefaultConfig() Config {
 		Work:          time.Millisecond,
 		Pause:         200 * time.Microsecond,
 		Uncontended:   64,
+		DesignClients: 100,
+		DesignPool:    2,
 		WatchdogLocks: []int{1000, 10000},
 		WatchdogLease: 3 * time.Second,
 		WatchdogTicks: 3,
@@ -79,11 +100,23 @@ func QuickConfig() Config {
 	c.WatchdogLease = 600 * time.Millisecond
 	c.WatchdogTicks = 2
 	c.BenchRequests = 10000
+	c.DesignClients = 10
 	return c
 }
 
 func (c Config) wants(scenario string) bool {
 	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, scenario)
+}
+
+// nodeCounts returns the node counts to run at with servers masters.
+func (c Config) nodeCounts(servers int) []int {
+	var out []int
+	for _, n := range MasterCounts {
+		if n <= servers && (len(c.Masters) == 0 || slices.Contains(c.Masters, n)) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (c Config) wantsLib(name string) bool {
@@ -122,11 +155,13 @@ type Report struct {
 	Uncontended []*Load
 	Sequential  []*Load
 	// The references measured in the rounds of the uncontended and
-	// sequential runs: PING on the first master, then (with 3 masters)
-	// PING to 3 masters in parallel.
-	UncontendedRefs, SequentialRefs []Dist
-	Watchdog                        []*Watchdog
-	Failures                        []string // runs that could not complete
+	// sequential runs: PING on the first master, then PING to 3 and to 5
+	// masters in parallel (as far as the run goes).
+	UncontendedRefs, SequentialRefs []RefDist
+	// Design is the design document's table, a group per node count.
+	Design   []*DesignGroup
+	Watchdog []*Watchdog
+	Failures []string // runs that could not complete
 }
 
 // Env describes where the run happened.
@@ -164,10 +199,25 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 		rep.Failures = append(rep.Failures, fmt.Sprintf("%s: %v", what, err))
 		cfg.progress("  FAILED %s: %v", what, err)
 	}
+	// attempt flushes the nodes and runs one run, whose failure it files;
+	// it returns an error only when the whole Run must end.
+	attempt := func(what string, run func() error) error {
+		if err := flush(); err != nil {
+			return err
+		}
+		cfg.progress("%s", what)
+		if err := run(); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			failed(what, err)
+		}
+		return nil
+	}
 	libs := Libs(lock.Options{})
-	nodeCounts := []int{1}
-	if len(srv.Addrs) >= 3 {
-		nodeCounts = append(nodeCounts, 3)
+	nodeCounts := cfg.nodeCounts(len(srv.Addrs))
+	if len(nodeCounts) == 0 {
+		return rep, fmt.Errorf("peers: no node count of %v fits %d server(s)", cfg.Masters, len(srv.Addrs))
 	}
 
 	if cfg.wants(ScenarioCeiling) {
@@ -175,7 +225,7 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 			return rep, err
 		}
 		cfg.progress("ceiling on %s", srv.Addrs[0])
-		rep.Ceiling = measureCeiling(ctx, cfg, srv.Addrs)
+		rep.Ceiling = measureCeiling(ctx, cfg, srv.Addrs, nodeCounts)
 	}
 
 	if cfg.wants(ScenarioContended) {
@@ -185,54 +235,45 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 					continue
 				}
 				for _, mode := range []string{ModePerGoroutine, ModeShared} {
-					if err := flush(); err != nil {
-						return rep, err
-					}
-					what := fmt.Sprintf("contended %s, %d master(s), %s", lib.Name, n, mode)
-					cfg.progress("%s", what)
-					ping, perr := adjacentPing(ctx, cfg, srv)
-					r, err := runContended(ctx, cfg, lib, srv.Addrs[:n], srv.Admin[:n], mode)
-					if err == nil {
-						err = perr
-					}
-					if err != nil {
-						if ctx.Err() != nil {
-							return rep, ctx.Err()
-						}
-						failed(what, err)
+					if mode == ModeShared && n > sharedUpTo {
 						continue
 					}
-					r.Ping = ping
-					rep.Contended = append(rep.Contended, r)
+					err := attempt(fmt.Sprintf("contended %s, %d master(s), %s", lib.Name, n, mode), func() error {
+						ping, fan, perr := adjacentPing(ctx, cfg, srv, n)
+						r, err := runContended(ctx, cfg, lib, srv.Addrs[:n], srv.Admin[:n], mode)
+						if err == nil {
+							err = perr
+						}
+						if err != nil {
+							return err
+						}
+						r.Ping, r.FanPing = ping, fan
+						rep.Contended = append(rep.Contended, r)
+						return nil
+					})
+					if err != nil {
+						return rep, err
+					}
 				}
 			}
 		}
 	}
 
-	// Without contention the retry delay never applies: one redsync row.
+	// Without contention the retry delay never applies: one redsync row,
+	// and the contention A/B rows stay out.
 	var loadLibs []Lib
 	for _, l := range libs {
-		if l.Name != NameRedsyncFast && cfg.wantsLib(l.Name) {
+		if l.Name != NameRedsyncFast && !l.ContendedOnly && cfg.wantsLib(l.Name) {
 			loadLibs = append(loadLibs, l)
 		}
 	}
-	addrSets := make([][]string, len(nodeCounts))
-	for i, n := range nodeCounts {
-		addrSets[i] = srv.Addrs[:n]
-	}
-	refs := []Reference{{Name: "PING", Measure: func(ctx context.Context, d time.Duration) (Dist, error) {
-		return measurePing(ctx, srv.Admin[0], d)
-	}}}
-	if len(srv.Addrs) >= 3 {
-		f := newFanOut(srv.Addrs[:3])
-		defer f.close()
-		refs = append(refs, Reference{Name: "PING to 3 masters in parallel", Measure: f.measure})
-	}
+	refs, closeRefs := references(srv, nodeCounts)
+	defer closeRefs()
 	for _, sc := range []struct {
 		name       string
 		goroutines int
 		out        *[]*Load
-		refs       *[]Dist
+		refs       *[]RefDist
 	}{
 		{ScenarioUncontended, cfg.Uncontended, &rep.Uncontended, &rep.UncontendedRefs},
 		{ScenarioSequential, 1, &rep.Sequential, &rep.SequentialRefs},
@@ -244,7 +285,7 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 			return rep, err
 		}
 		cfg.progress("%s: %d rounds of every library (%d goroutines)", sc.name, cfg.Rounds, sc.goroutines)
-		runs, dists, err := runLoads(ctx, cfg, loadLibs, addrSets, sc.goroutines, refs,
+		runs, dists, err := runLoads(ctx, cfg, loadLibs, srv, nodeCounts, sc.goroutines, 0, refs,
 			func(what string, err error) { failed(sc.name+" "+what, err) })
 		if err != nil {
 			if ctx.Err() != nil {
@@ -256,23 +297,47 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 		*sc.out, *sc.refs = runs, dists
 	}
 
+	if cfg.wants(ScenarioDesign) {
+		var designLibs []Lib
+		for _, l := range libs {
+			if (l.Name == NameRelock || l.Name == NameRedsyncDefaults) && cfg.wantsLib(l.Name) {
+				designLibs = append(designLibs, l)
+			}
+		}
+		for _, n := range nodeCounts {
+			if len(designLibs) == 0 {
+				break
+			}
+			what := fmt.Sprintf("design table, %d master(s), %d separate clients per library", n, cfg.DesignClients)
+			err := attempt(what, func() error {
+				g, err := runDesign(ctx, cfg, designLibs, srv, n, func(w string, err error) { failed(what+" "+w, err) })
+				if err == nil {
+					rep.Design = append(rep.Design, g)
+				}
+				return err
+			})
+			if err != nil {
+				return rep, err
+			}
+		}
+	}
+
 	if cfg.wants(ScenarioWatchdog) && cfg.wantsLib(NameRelock) {
 		for _, n := range nodeCounts {
+			if n > watchdogUpTo {
+				continue
+			}
 			for _, locks := range cfg.WatchdogLocks {
-				if err := flush(); err != nil {
+				err := attempt(fmt.Sprintf("watchdog %d locks, %d master(s)", locks, n), func() error {
+					r, err := runWatchdog(ctx, cfg, srv.Addrs[:n], srv.Admin[:n], locks)
+					if err == nil {
+						rep.Watchdog = append(rep.Watchdog, r)
+					}
+					return err
+				})
+				if err != nil {
 					return rep, err
 				}
-				what := fmt.Sprintf("watchdog %d locks, %d master(s)", locks, n)
-				cfg.progress("%s", what)
-				r, err := runWatchdog(ctx, cfg, srv.Addrs[:n], srv.Admin[:n], locks)
-				if err != nil {
-					if ctx.Err() != nil {
-						return rep, ctx.Err()
-					}
-					failed(what, err)
-					continue
-				}
-				rep.Watchdog = append(rep.Watchdog, r)
 			}
 		}
 	}
@@ -280,10 +345,40 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 }
 
 // adjacentPing measures the PING round trip on the first node right before
-// a run: the machine's load drifts during a long run (and other work may
-// share it), so each run is compared with the round trip of its moment.
-func adjacentPing(ctx context.Context, cfg Config, srv Servers) (Dist, error) {
-	return measurePing(ctx, srv.Admin[0], min(cfg.Duration/6, 500*time.Millisecond))
+// a run, and with n > 1 masters the PING to the first n in parallel: the
+// machine's load drifts during a long run (and other work may share it), so
+// each run is compared with the round trips of its moment.
+func adjacentPing(ctx context.Context, cfg Config, srv Servers, n int) (ping, fan Dist, err error) {
+	d := min(cfg.Duration/12, 250*time.Millisecond)
+	if ping, err = measurePing(ctx, srv.Admin[0], d); err != nil || n == 1 {
+		return ping, nil, err
+	}
+	f := newFanOut(srv.Addrs[:n])
+	defer f.close()
+	fan, err = f.measure(ctx, d)
+	return ping, fan, err
+}
+
+// references returns the PINGs measured beside the libraries in the
+// interleaved scenarios: on the first master, then to the first n masters
+// in parallel for each n > 1 of counts; close closes their clients.
+func references(srv Servers, counts []int) (refs []Reference, close func()) {
+	refs = []Reference{{Name: "PING", Measure: func(ctx context.Context, d time.Duration) (Dist, error) {
+		return measurePing(ctx, srv.Admin[0], d)
+	}}}
+	var fans []*fanOut
+	for _, n := range counts {
+		if n > 1 {
+			f := newFanOut(srv.Addrs[:n])
+			fans = append(fans, f)
+			refs = append(refs, Reference{Name: fmt.Sprintf("PING to %d masters in parallel", n), Nodes: n, Measure: f.measure})
+		}
+	}
+	return refs, func() {
+		for _, f := range fans {
+			f.close()
+		}
+	}
 }
 
 func env(ctx context.Context, srv Servers) Env {

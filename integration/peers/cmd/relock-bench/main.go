@@ -8,9 +8,14 @@
 //	TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 \
 //	RELOCK_REDIS_IMAGE=relock/redis:7 go run ./cmd/relock-bench -out bench.md
 //
-// Flags: -duration per run (default 3s; the whole run takes about 3
-// minutes), -quick for a smoke run of about 20 seconds, -scenarios and
-// -libs to filter, -out to also write the tables to a file.
+// Flags: -duration per run (default 3s; the whole run takes about 6
+// minutes), -quick for a smoke run of about 40 seconds, -scenarios, -libs
+// and -masters to run a subset, -out to also write the tables to a file.
+// The environment variables RELOCK_BENCH_ONLY, RELOCK_BENCH_LIBS and
+// RELOCK_BENCH_MASTERS set the defaults of -scenarios, -libs and -masters,
+// so that `make bench` runs a subset too:
+//
+//	RELOCK_BENCH_ONLY=contended RELOCK_BENCH_LIBS=relock make bench
 package main
 
 import (
@@ -21,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,9 +42,13 @@ func main() {
 	var (
 		duration  = flag.Duration("duration", def.Duration, "measured time of each run")
 		quick     = flag.Bool("quick", false, "smoke run: tiny durations and lock counts")
-		scenarios = flag.String("scenarios", "", "comma-separated scenarios to run (default all): "+strings.Join(peers.Scenarios, ","))
-		libs      = flag.String("libs", "", "comma-separated substrings of library names to run (default all)")
-		out       = flag.String("out", "", "also write the tables to this file")
+		scenarios = flag.String("scenarios", os.Getenv("RELOCK_BENCH_ONLY"),
+			"comma-separated scenarios to run (default $RELOCK_BENCH_ONLY, else all): "+strings.Join(peers.Scenarios, ","))
+		libs = flag.String("libs", os.Getenv("RELOCK_BENCH_LIBS"),
+			"comma-separated substrings of library names to run (default $RELOCK_BENCH_LIBS, else all)")
+		masters = flag.String("masters", os.Getenv("RELOCK_BENCH_MASTERS"),
+			"comma-separated node counts to run at (default $RELOCK_BENCH_MASTERS, else all): "+joinInts(peers.MasterCounts))
+		out = flag.String("out", "", "also write the tables to this file")
 	)
 	flag.Parse()
 
@@ -56,6 +66,13 @@ func main() {
 		}
 	}
 	cfg.Libs = split(*libs)
+	for _, m := range split(*masters) {
+		n, err := strconv.Atoi(m)
+		if err != nil || !slices.Contains(peers.MasterCounts, n) {
+			fatalf("unknown master count %q (have %s)", m, joinInts(peers.MasterCounts))
+		}
+		cfg.Masters = append(cfg.Masters, n)
+	}
 	cfg.Progress = os.Stderr
 
 	if err := run(cfg, *out); err != nil {
@@ -69,8 +86,12 @@ func run(cfg peers.Config, out string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 
-	fmt.Fprintf(os.Stderr, "starting 3 Redis masters (%s)\n", fixture.Image())
-	cluster, err := fixture.Start(ctx, 3)
+	nodes := slices.Max(peers.MasterCounts)
+	if len(cfg.Masters) > 0 {
+		nodes = slices.Max(cfg.Masters)
+	}
+	fmt.Fprintf(os.Stderr, "starting %d Redis masters (%s)\n", nodes, fixture.Image())
+	cluster, err := fixture.Start(ctx, nodes)
 	if err != nil {
 		return err
 	}
@@ -114,6 +135,14 @@ func split(s string) []string {
 		}
 	}
 	return out
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 func fatalf(format string, args ...any) {
