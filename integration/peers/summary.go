@@ -17,6 +17,7 @@ const (
 	spec10QuorumRatio  = 1.5
 	spec10CmdsPerNode  = 3.0 // server commands per contended acquisition ÷ N
 	spec10CyclesRatio  = 2.0 // contended cycles/s ÷ redsync (defaults)'s
+	issue11CmdsRatio   = 1.5 // server commands per contended acquisition ÷ per uncontended cycle
 )
 
 // Check is one row of the summary: a measured ratio or fact next to its
@@ -110,6 +111,12 @@ func (r *Report) Checks() []Check {
 			limit := spec10CmdsPerNode * float64(x.Nodes)
 			add("relock server commands per acquisition, "+where, fmt.Sprintf("%.1f", x.ServerCmds),
 				fmt.Sprintf("≤ %.0f (%.0f × N)", limit, spec10CmdsPerNode), verdict(x.ServerCmds <= limit))
+		}
+		if u := findLoad(r.Uncontended, NameRelock, x.Nodes); separate && u != nil && u.ServerCmds > 0 && x.ServerCmds > 0 {
+			q := x.ServerCmds / u.ServerCmds
+			add("relock server commands per contended acquisition ÷ per uncontended cycle (issue 11), "+where,
+				fmt.Sprintf("%.2f× (%s ÷ %s)", q, fmtCmds(x.ServerCmds), fmtCmds(u.ServerCmds)),
+				fmt.Sprintf("≤ %.1f×", issue11CmdsRatio), verdict(q <= issue11CmdsRatio))
 		}
 		if rs := r.contended(NameRedsyncDefaults, x.Nodes, x.Mode); separate && rs != nil && rs.CyclesPerSec() > 0 {
 			q := x.CyclesPerSec() / rs.CyclesPerSec()
