@@ -272,11 +272,13 @@ func (m *Mutex) repairOp() (op reentrant.Op, ok, busy bool) {
 	return m.op(m.count, m.lease, 1), true, false
 }
 
-// flush sends every queued release once, whatever its due time, in one
-// round trip: Close calls it before stopping the drainers, so that an
-// attempt that failed just before Close is still taken back at once rather
-// than left to its lease. Repairs are dropped: the holds are released.
-func (w *cleaner) flush(ctx context.Context) {
+// flush takes every queued release, whatever its due time, and returns
+// the call that sends them in one round trip (nil when there are none):
+// Close takes them before it stops the drainers and sends them after, so
+// that an attempt that failed just before Close is still taken back at once
+// rather than left to its lease. Repairs are dropped: the holds are
+// released. The send has its own context: the Client's has ended by then.
+func (w *cleaner) flush() func() {
 	w.mu.Lock()
 	var changes []reentrant.Change
 	for _, e := range w.pending {
@@ -286,9 +288,11 @@ func (w *cleaner) flush(ctx context.Context) {
 	}
 	w.mu.Unlock()
 	if len(changes) == 0 {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.c.callTimeout(w.node))
-	defer cancel()
-	w.c.nodes[w.node].Apply(ctx, changes)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), w.c.callTimeout(w.node))
+		defer cancel()
+		w.c.nodes[w.node].Apply(ctx, changes)
+	}
 }
