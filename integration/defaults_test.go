@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/lua"
+	"github.com/relock-go/relock/reentrant"
 )
 
 const (
@@ -169,11 +171,18 @@ func TestDefaultClientsUnlockLostHoldIsBounded(t *testing.T) {
 // command running script goes out (alone or in a pipeline).
 type onScript struct {
 	script *lua.Script
-	once   sync.Once
 	fire   func()
+	// pipelinedOnly: only a command sent in a pipeline counts.
+	pipelinedOnly bool
+	// armed, when set, must be true for a command to count.
+	armed *atomic.Bool
+	once  sync.Once
 }
 
-func (h *onScript) see(cmd redis.Cmder) {
+func (h *onScript) see(cmd redis.Cmder, pipelined bool) {
+	if (h.pipelinedOnly && !pipelined) || (h.armed != nil && !h.armed.Load()) {
+		return
+	}
 	args := cmd.Args()
 	if len(args) > 1 && (args[1] == h.script.SHA() || args[1] == h.script.Source()) {
 		h.once.Do(h.fire)
@@ -184,7 +193,7 @@ func (h *onScript) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *onScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.see(cmd)
+		h.see(cmd, false)
 		return next(ctx, cmd)
 	}
 }
@@ -192,7 +201,7 @@ func (h *onScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *onScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, cmd := range cmds {
-			h.see(cmd)
+			h.see(cmd, true)
 		}
 		return next(ctx, cmds)
 	}
@@ -365,4 +374,47 @@ func TestDefaultClientsCallsAreBounded(t *testing.T) {
 		require.NoError(t, timed(t, "Close", closeBound, c.Close))
 		require.NoError(t, timed(t, "Close of the first-contact Client", closeBound, fresh.Close))
 	})
+}
+
+// TestDefaultClientsUnlockDuringRepairIsBounded: the watchdog found a node
+// without the lock a quorum holds (it lost its keys) and queued a repair;
+// the node stalls just as the repair goes out. Unlock (and Lock of the same
+// handle) must not wait for that background round trip, which a default
+// go-redis client ends only after its 3 s read timeout.
+func TestDefaultClientsUnlockDuringRepairIsBounded(t *testing.T) {
+	reset(t)
+	nodes := defaultClients(t, 3)
+	var armed atomic.Bool
+	stalled := make(chan time.Time, 1)
+	// Node 0 stalls just before the first acquire script sent in a
+	// pipeline once armed: the repair (a lone acquire goes out alone).
+	nodes[0].AddHook(&onScript{script: lua.Acquire, pipelinedOnly: true, armed: &armed, fire: func() {
+		stalled <- time.Now()
+		_ = cluster.Nodes[0].Direct().Do(context.Background(), "CLIENT", "PAUSE", clientPauseFor.Milliseconds(), "ALL").Err()
+	}})
+	c := newLockClientOver(t, nodes, lock.Options{NodeTimeout: defaultsNodeTimeout, Lease: 1500 * time.Millisecond})
+	ctx := ctxFor(t, 20*time.Second)
+	m := c.NewMutex("defaults-repair")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx)) // count 2: one Unlock leaves it held
+
+	// Node 0 loses the lock; the next renewal (every 500 ms) repairs it.
+	armed.Store(true)
+	key, err := reentrant.NewKey("", "defaults-repair")
+	require.NoError(t, err)
+	require.NoError(t, cluster.Nodes[0].Direct().Del(ctx, key.Lock).Err())
+	var at time.Time
+	select {
+	case at = <-stalled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no repair went out to node 0")
+	}
+	t.Cleanup(func() { time.Sleep(time.Until(at.Add(clientPauseFor))) })
+	time.Sleep(20 * time.Millisecond) // the repair is on the wire
+
+	bound := 4*defaultsNodeTimeout + defaultsBound
+	require.NoError(t, timed(t, "Unlock during the repair", bound, func() error { return m.Unlock(ctx) }))
+	require.NoError(t, timed(t, "Lock (re-entry) during the repair", bound, func() error { return m.Lock(ctx) }))
+	require.NoError(t, timed(t, "Unlock", bound, func() error { return m.Unlock(ctx) }))
+	require.NoError(t, timed(t, "last Unlock", bound, func() error { return m.Unlock(ctx) }))
 }
