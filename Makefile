@@ -11,7 +11,7 @@ GO ?= go
 # when this process itself runs inside a container.
 TEST_ENV = TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
 
-.PHONY: docker image test demo vet fmt-check bench sweep
+.PHONY: docker image test test-defaults demo vet fmt-check bench sweep
 
 docker:
 	bash scripts/docker-up.sh
@@ -25,6 +25,13 @@ sweep:
 test: image
 	bash scripts/sweep.sh
 	bash scripts/test.sh
+
+# The same suite with every go-redis client the fixture makes at go-redis's
+# defaults (ContextTimeoutEnabled false, ReadTimeout 3 s, 3 retries, RESP3),
+# as users make them, instead of the fixture's fault-revealing settings.
+test-defaults: image
+	bash scripts/sweep.sh
+	RELOCK_TEST_CLIENTS=defaults bash scripts/test.sh
 
 # The demo lives in the integration module: it starts its Redis masters with
 # the same container fixture as the tests.

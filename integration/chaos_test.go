@@ -254,7 +254,19 @@ func judge(t *testing.T, p phase, rec *recorder, probe *stallProbe, f *faults, r
 		p.name, p.duration, p.seed, summarize(ops, holds), acquires, f.summary(), quorumErrs, inBursts, len(f.bursts),
 		statsLosses, accepted, skipped, rejected, worstLate, len(late), lossSlack, probe.worst(), strings.Join(counts, " "), total, porcupineTook)
 
-	if len(holds) < 20 {
+	minHolds := 20
+	if fixture.DefaultClients() {
+		// go-redis clients at their defaults (RELOCK_TEST_CLIENTS=defaults)
+		// end a call to a faulted node only after their own timeouts (3 s
+		// read, 5 s for a new connection's handshake), whatever the ctx, and
+		// a node's pipelines stay taken until then: a fault of a second
+		// leaves its node out of quorums for several, and most attempts of
+		// the fault phase fail (7 to 118 acquisitions seen in 45 s, against
+		// hundreds with the fixture's clients). The checkers still run;
+		// only this floor, which tells a workload that never ran, is lower.
+		minHolds = 1
+	}
+	if len(holds) < minHolds {
 		t.Errorf("only %d acquisitions: the workload did not run", len(holds))
 	}
 	if p.linear && statsLosses > 0 {

@@ -15,9 +15,14 @@ import (
 // written back to a quorum before it is handed out.
 func TestFencingTokensIncreaseAcrossMajorities(t *testing.T) {
 	c := reset(t)
-	ctx := ctxFor(t, 60*time.Second)
 	var last int64
 	for i := range 10 {
+		// A ctx per holder, not one for all ten: each Close waits for the
+		// calls still out to the two partitioned nodes, which go-redis
+		// clients at their defaults (RELOCK_TEST_CLIENTS=defaults) end only
+		// after their timeouts (a new connection's handshake: DialTimeout,
+		// 5 s), so ten holders take over a minute there.
+		ctx := ctxFor(t, 20*time.Second)
 		links, err := c.NewLinks()
 		require.NoError(t, err)
 		require.NoError(t, links[i%5].Partition())

@@ -124,7 +124,6 @@ func (w *cleaner) take(now time.Time) (round []item, next time.Time, more bool) 
 // entry (the repair's sequence number is the newer one).
 func (w *cleaner) send(ctx context.Context, round []item) []reentrant.ChangeResult {
 	changes := make([]reentrant.Change, 0, 2*len(round))
-	var locked []*Mutex
 	for i := range round {
 		it := &round[i]
 		if it.undo != nil {
@@ -139,7 +138,6 @@ func (w *cleaner) send(ctx context.Context, round []item) []reentrant.ChangeResu
 		if ok {
 			it.rep = len(changes)
 			changes = append(changes, reentrant.Change{Op: op})
-			locked = append(locked, it.repair)
 		}
 	}
 	if len(changes) == 0 {
@@ -147,11 +145,7 @@ func (w *cleaner) send(ctx context.Context, round []item) []reentrant.ChangeResu
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.c.callTimeout(w.node))
 	defer cancel()
-	results := w.c.nodes[w.node].Apply(ctx, changes)
-	for _, m := range locked {
-		m.opMu.Unlock()
-	}
-	return results
+	return w.c.nodes[w.node].Apply(ctx, changes)
 }
 
 // settle records a round's results: what got through is done (a release
@@ -188,7 +182,7 @@ func (w *cleaner) settle(round []item, results []reentrant.ChangeResult) {
 			// One attempt per request, whatever came of it (written back,
 			// taken by another owner meanwhile, no longer held, or failed):
 			// the next renewal that finds the node without the lock asks
-			// again. Retrying here would hold the owner's opMu again and
+			// again. Retrying here would take the owner's opMu again and
 			// again, and starve the renewals that need it.
 			e.repair = nil
 			if it.rep >= 0 && results[it.rep].Err == nil && results[it.rep].Acquisition.Acquired {
@@ -257,28 +251,42 @@ func (e *cleanup) dropRelease() {
 func (e *cleanup) idle() bool { return e.release.Owner == "" && e.repair == nil }
 
 // repairOp is the acquire that writes the hold back on a node that lost it.
-// When ok, it returns with m.opMu held: the caller unlocks it once the
-// round trip is over, so no operation of the owner overtakes the repair.
 // busy: an operation of the owner is on the wire (it sets the node's state
-// itself, or the repair is tried again). Neither: the hold is over.
+// itself, or the repair is tried again). Neither ok nor busy: the hold is
+// over.
+//
+// Like renewOp, it takes its sequence number under m.opMu but does not keep
+// it for the round trip: a round to a stalled node can last the go-redis
+// client's ReadTimeout (3 s by default, whatever the ctx), and holding
+// opMu that long would block the owner's Unlock and Lock and starve its
+// renewals until the lease ran out. An operation of the owner that starts
+// meanwhile takes a newer number and wins wherever the two meet: a repair
+// landing after a release to zero finds the tombstone and is stale, one
+// landing after a newer acquire or renewal is an older retry and changes
+// nothing. One landing after a newer release to a count above zero that
+// found nothing on the node writes the older count back there, which the
+// owner's next operation (a renewal, an Unlock), carrying its count,
+// corrects.
 func (m *Mutex) repairOp() (op reentrant.Op, ok, busy bool) {
 	if !m.opMu.TryLock() {
 		return op, false, true
 	}
+	defer m.opMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.count == 0 || m.isLost {
-		m.opMu.Unlock()
 		return op, false, false
 	}
 	return m.op(m.count, m.lease, 1), true, false
 }
 
-// flush sends every queued release once, whatever its due time, in one
-// round trip: Close calls it before stopping the drainers, so that an
-// attempt that failed just before Close is still taken back at once rather
-// than left to its lease. Repairs are dropped: the holds are released.
-func (w *cleaner) flush(ctx context.Context) {
+// flush takes every queued release, whatever its due time, and returns
+// the call that sends them in one round trip (nil when there are none):
+// Close takes them before it stops the drainers and sends them after, so
+// that an attempt that failed just before Close is still taken back at once
+// rather than left to its lease. Repairs are dropped: the holds are
+// released. The send has its own context: the Client's has ended by then.
+func (w *cleaner) flush() func() {
 	w.mu.Lock()
 	var changes []reentrant.Change
 	for _, e := range w.pending {
@@ -288,9 +296,11 @@ func (w *cleaner) flush(ctx context.Context) {
 	}
 	w.mu.Unlock()
 	if len(changes) == 0 {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.c.callTimeout(w.node))
-	defer cancel()
-	w.c.nodes[w.node].Apply(ctx, changes)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), w.c.callTimeout(w.node))
+		defer cancel()
+		w.c.nodes[w.node].Apply(ctx, changes)
+	}
 }

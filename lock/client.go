@@ -93,6 +93,12 @@ func (c *Client) Nodes() (n, quorum int) { return len(c.nodes), c.quorum }
 // whose attempt wins while Close runs gives the hold back and returns
 // ErrClosed. It does not close the go-redis clients. It returns the errors
 // of the releases, if any.
+//
+// Unlike the operations, Close is not bounded by NodeTimeout: it waits for
+// the node calls still in flight, and a go-redis client without
+// ContextTimeoutEnabled ends a call to a node that does not answer only
+// after its ReadTimeout (3 s by default). Close waits for them all at once,
+// so a stalled node costs it about one ReadTimeout.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -120,18 +126,30 @@ func (c *Client) Close() error {
 		}
 	}
 	c.dog.Close()
-	c.broker.Close()
-	c.ident.close()
-	var flushes sync.WaitGroup
+	var flushes []func()
 	for _, w := range c.cleaners {
-		flushes.Go(func() { w.flush(c.life) })
+		if f := w.flush(); f != nil {
+			flushes = append(flushes, f)
+		}
 	}
-	flushes.Wait()
+	// The drainers start no round from now on: the flushes carry what they
+	// had left.
 	c.mu.Lock()
 	c.stop() // under mu: inBackground never adds to bg once this ran
 	c.mu.Unlock()
-	c.bg.Wait()
-	c.inflight.Wait()
+	// Side by side: each stage may wait out a call to a stalled node, which
+	// a go-redis client without ContextTimeoutEnabled ends only after its
+	// ReadTimeout, whatever the ctx says; one after the other they would
+	// add up.
+	var stages sync.WaitGroup
+	stages.Go(c.broker.Close)
+	stages.Go(c.ident.close)
+	for _, f := range flushes {
+		stages.Go(f)
+	}
+	stages.Go(c.bg.Wait)
+	stages.Go(c.inflight.Wait)
+	stages.Wait()
 	return errors.Join(errs...)
 }
 

@@ -34,6 +34,10 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 // leaked goroutines. Without Docker it fails in CI and skips elsewhere, as
 // fixture.Main does.
 func run(m *testing.M) int {
+	if err := fixture.CheckClientsEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: kinds: %v\n", err)
+		return 1
+	}
 	if err := fixture.DockerError(); err != nil {
 		if fixture.InCI() {
 			fmt.Fprintf(os.Stderr, "FAIL: kinds: Docker is required in CI: %v\n", err)
