@@ -372,12 +372,18 @@ type stall struct{ due, woke time.Duration }
 
 const probeTick = 2 * time.Millisecond
 
-// startStallProbe starts one probe goroutine per P: each P runs its own
-// timers, and one P can be held up while the other runs on.
+// startStallProbe starts two probe goroutines per P: each P runs its own
+// timers, and one P can be held up while the other runs on. One wakes on
+// a timer's channel. The other follows the path of a loss signal: a timer
+// function starts a goroutine (as time.AfterFunc does for the library's
+// loss deadline), which closes a channel that a third goroutine waits on
+// (as the chaos watcher waits on Lost()); under load each hop can wait in
+// the scheduler's run queue, which the plain timer does not show.
 func startStallProbe(rec *recorder) *stallProbe {
 	p := &stallProbe{rec: rec, stop: make(chan struct{})}
 	for range runtime.GOMAXPROCS(0) {
 		p.wg.Go(p.run)
+		p.wg.Go(p.runSignalPath)
 	}
 	return p
 }
@@ -393,11 +399,31 @@ func (p *stallProbe) run() {
 			return
 		case <-t.C:
 		}
-		if woke := p.rec.now(); woke-due > time.Millisecond {
-			p.mu.Lock()
-			p.stalls = append(p.stalls, stall{due: due, woke: woke})
-			p.mu.Unlock()
+		p.note(due)
+	}
+}
+
+func (p *stallProbe) runSignalPath() {
+	for {
+		due := p.rec.now() + probeTick
+		fired := make(chan struct{})
+		t := time.AfterFunc(probeTick, func() { close(fired) })
+		select {
+		case <-p.stop:
+			t.Stop()
+			return
+		case <-fired:
 		}
+		p.note(due)
+	}
+}
+
+// note records a wake-up for due that came more than a millisecond late.
+func (p *stallProbe) note(due time.Duration) {
+	if woke := p.rec.now(); woke-due > time.Millisecond {
+		p.mu.Lock()
+		p.stalls = append(p.stalls, stall{due: due, woke: woke})
+		p.mu.Unlock()
 	}
 }
 

@@ -20,7 +20,7 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 		ops[i] = v.(*Mutex).renewOp()
 	}
 	start := time.Now()
-	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) ([]reentrant.RenewResult, error) {
+	replies := fanOutFor(c, ctx, kindRenew, c.opts.Lease, func(ctx context.Context, n *reentrant.Node) ([]reentrant.RenewResult, error) {
 		return n.RenewAll(ctx, ops), nil
 	})
 	elapsed := time.Since(start)

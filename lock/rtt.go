@@ -16,10 +16,16 @@ const releasePatience = 4
 type callKind int
 
 const (
-	// kindAcquire: acquires, renewals, reads. Bounded by the validity rule.
+	// kindAcquire: acquires and reads. Bounded by the validity rule.
 	kindAcquire callKind = iota
 	// kindRelease: releases, which wait releasePatience times longer.
 	kindRelease
+	// kindRenew: renewal batches, which wait as long as a release. A
+	// renewal's validity counts from its start, so a longer wait only
+	// shortens it, while a batch of hundreds of scripts on a loaded client
+	// takes longer than one acquire: cutting it at an acquire's timeout
+	// would fail every retry alike and lose the locks.
+	kindRenew
 )
 
 // nodeWaits decides how long a Client waits for each node: a fixed
@@ -57,14 +63,14 @@ func ceilingFor(lease, floor time.Duration) time.Duration {
 // lock with lease, and the token to report a timeout with.
 func (w *nodeWaits) wait(node int, kind callKind, lease time.Duration) (time.Duration, rtt.Token) {
 	if w.fixed > 0 {
-		if kind == kindRelease {
+		if kind != kindAcquire {
 			return releasePatience * w.fixed, 0
 		}
 		return w.fixed, 0
 	}
 	timeout, token := w.est[node].Timeout()
 	ceiling := ceilingFor(lease, w.floor)
-	if kind == kindRelease {
+	if kind != kindAcquire {
 		// At most a tenth of the lease, but at least releasePatience floors
 		// so short leases keep some patience too.
 		return min(releasePatience*timeout, max(ceiling, releasePatience*w.floor)), token
