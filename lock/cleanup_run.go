@@ -257,7 +257,8 @@ func (e *cleanup) idle() bool { return e.release.Owner == "" && e.repair == nil 
 //
 // Like renewOp, it takes its sequence number under m.opMu but does not keep
 // it for the round trip: a round to a stalled node can last the go-redis
-// client's ReadTimeout (3 s by default, whatever the ctx), and holding
+// client's ReadTimeout (3 s by default, whatever the ctx; its DialTimeout,
+// 5 s, on a new connection), and holding
 // opMu that long would block the owner's Unlock and Lock and starve its
 // renewals until the lease ran out. An operation of the owner that starts
 // meanwhile takes a newer number and wins wherever the two meet: a repair

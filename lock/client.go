@@ -97,8 +97,9 @@ func (c *Client) Nodes() (n, quorum int) { return len(c.nodes), c.quorum }
 // Unlike the operations, Close is not bounded by NodeTimeout: it waits for
 // the node calls still in flight, and a go-redis client without
 // ContextTimeoutEnabled ends a call to a node that does not answer only
-// after its ReadTimeout (3 s by default). Close waits for them all at once,
-// so a stalled node costs it about one ReadTimeout.
+// after its ReadTimeout (3 s by default), or its DialTimeout (5 s) when the
+// call opened a new connection. Close waits for them all at once, so a
+// stalled node costs it about one of those timeouts, not their sum.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
