@@ -261,9 +261,10 @@ func judge(t *testing.T, p phase, rec *recorder, probe *stallProbe, f *faults, r
 		// read, 5 s for a new connection's handshake), whatever the ctx, and
 		// a node's pipelines stay taken until then: a fault of a second
 		// leaves its node out of quorums for several, and most attempts of
-		// the fault phase fail (7 to 118 acquisitions seen in 45 s, against
-		// hundreds with the fixture's clients). The checkers still run;
-		// only this floor, which tells a workload that never ran, is lower.
+		// a fault phase may fail (7 to 118 acquisitions seen per phase, one
+		// phase with 524 quorum errors in 569 operations; 89 to 308 with the
+		// fixture's clients). The checkers still run; only this floor,
+		// which tells a workload that never ran, is lower.
 		minHolds = 1
 	}
 	if len(holds) < minHolds {
