@@ -474,10 +474,16 @@ func TestAttemptsWhileNodesDownStayBounded(t *testing.T) {
 	const retryDelay = 100 * time.Millisecond
 	const wait = 3 * time.Second
 	// Direct connections: a proxy in between would accept the connection
-	// and then drop it, which looks like a call lost after sending.
+	// and then drop it, which looks like a call lost after sending. And the
+	// fixture's client settings in every mode: go-redis's default dial
+	// retries (RELOCK_TEST_CLIENTS=defaults) outlast relock's wait for the
+	// node, so the refusal would come back as a late answer to an attempt
+	// whose undo was already merged with the next one's.
 	direct := make([]redis.UniversalClient, 3)
 	for i := range direct {
-		direct[i] = c.Nodes[i].Direct()
+		rdb := redis.NewClient(fixture.FixtureOptions(c.Nodes[i].Addr()))
+		t.Cleanup(func() { _ = rdb.Close() })
+		direct[i] = rdb
 	}
 	lc := newLockClientOver(t, direct, lock.Options{Lease: 30 * time.Second, RetryDelay: retryDelay})
 	_, err := lc.IsLocked(ctx, name) // first contact (identity checks) while all nodes answer
