@@ -158,3 +158,24 @@ func TestRegistryDispatchSkipsWaitersIgnoringThePayload(t *testing.T) {
 		t.Fatal("a waiter was woken by a payload it ignores")
 	}
 }
+
+func TestRegistryDispatchWakesFirstWaitersFirst(t *testing.T) {
+	r := newRegistry()
+	ws := newTestWaiters(r, "c", 3)
+	ws[2].first = true // the newest waiter holds the lock's tie-breaker
+
+	if !r.dispatch("c", "owner-x/1") {
+		t.Fatal("dispatch found no waiter")
+	}
+	if got := woken(ws); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("woken %v, want the first waiter [2]", got)
+	}
+	// With a wake pending, the first waiter is skipped: the oldest other goes next.
+	ws[2].wakeUp()
+	if !r.dispatch("c", "owner-x/2") {
+		t.Fatal("dispatch found no waiter")
+	}
+	if got := woken(ws); len(got) != 2 || got[0] != 0 || got[1] != 2 {
+		t.Fatalf("woken %v, want [0 2]", got)
+	}
+}
