@@ -493,8 +493,9 @@ func TestAttemptsWhileNodesDownStayBounded(t *testing.T) {
 		// Connections opened before the stop fail after sending, which
 		// leaves the outcome unknown; drain them from the pool so that
 		// every attempt meets a refused connection.
+		node := reentrant.NewNode(direct[i], 0)
 		require.Eventually(t, func() bool {
-			return reentrant.NotSent(direct[i].Ping(ctx).Err())
+			return node.NeverReached(direct[i].Ping(ctx).Err())
 		}, 10*time.Second, time.Millisecond)
 	}
 	m := lc.NewMutex(name)

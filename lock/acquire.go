@@ -110,7 +110,7 @@ func (c *Client) undo(op reentrant.Op, a attempt, keep bool) {
 		switch {
 		case r.late != nil:
 			c.undoLate(op, r.node, r.late, a.deadline)
-		case reentrant.NotSent(r.err):
+		case c.nodes[r.node].NeverReached(r.err):
 		case r.err != nil:
 			c.keepReleasing(undoOf(op), r.node, a.deadline)
 		case r.value.Acquired && !keep:

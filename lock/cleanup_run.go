@@ -90,7 +90,7 @@ func (w *cleaner) take(now time.Time) (round []item, next time.Time, more bool) 
 	defer w.mu.Unlock()
 	changes := 0
 	for k, e := range w.pending {
-		e.settleLate()
+		e.settleLate(w)
 		e.expire(now)
 		if e.idle() {
 			delete(w.pending, k)
@@ -204,8 +204,9 @@ func (w *cleaner) settle(round []item, results []reentrant.ChangeResult) {
 	}
 }
 
-// settleLate decides the undo of a late acquire once its reply is in.
-func (e *cleanup) settleLate() {
+// settleLate decides the undo of a late acquire to w's node once its reply
+// is in.
+func (e *cleanup) settleLate(w *cleaner) {
 	if e.late == nil {
 		return
 	}
@@ -215,7 +216,7 @@ func (e *cleanup) settleLate() {
 		return
 	}
 	switch {
-	case reentrant.NotSent(e.late.err):
+	case w.c.nodes[w.node].NeverReached(e.late.err):
 		e.dropRelease() // it never reached the node: nothing to undo
 	case e.late.err != nil:
 		e.until = later(e.until, e.lateUntil) // no reply: it may still land

@@ -5,13 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relock-go/relock/reentrant"
 )
 
 // idleCleaner is a one-node Client's cleaner whose drainer counts as
 // running, so the queue can be examined without Redis or goroutines.
 func idleCleaner() (*Client, *cleaner) {
-	c := &Client{}
+	// A node without a server behind it: these tests never send.
+	c := &Client{nodes: []*reentrant.Node{reentrant.NewNode(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), 0)}}
 	w := newCleaner(c, 0)
 	w.running = true
 	c.cleaners = []*cleaner{w}

@@ -20,20 +20,20 @@ var (
 	ErrNotSent = errors.New("relock: call not sent")
 )
 
-// NotSent reports whether err proves that the call it answers never reached
-// its node, so nothing of it can have run there: the call was withdrawn
-// before it was sent (ErrNotSent), or the client could not get a connection
-// (a dial that failed or timed out, a pool with no connection free in time).
-// A failure after a connection was had may hide a call that ran, and is
-// never reported here. (With go-redis retries enabled, an earlier try may
-// have been written before the connection broke and a redial failed; what
-// it left expires with its lease, as any lost call's does.)
-func NotSent(err error) bool {
+// NotSent reports whether err proves that the call it answers never left
+// relock: it was withdrawn from its node's queue before it was sent
+// (ErrNotSent). See Node.NeverReached for failures inside the client.
+func NotSent(err error) bool { return errors.Is(err, ErrNotSent) }
+
+// connectFailed reports whether err says the client could not get a
+// connection: a dial that failed or timed out, or a pool with no connection
+// free in time.
+func connectFailed(err error) bool {
 	var opErr *net.OpError
 	switch {
 	case err == nil:
 		return false
-	case errors.Is(err, ErrNotSent), errors.Is(err, redis.ErrPoolTimeout):
+	case errors.Is(err, redis.ErrPoolTimeout):
 		return true
 	case errors.As(err, &opErr):
 		return opErr.Op == "dial"

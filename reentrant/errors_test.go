@@ -11,26 +11,35 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestNotSent(t *testing.T) {
+func TestNeverReached(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	withdrawn := fmt.Errorf("%w: %w", ErrNotSent, context.DeadlineExceeded)
+	noRetries := NewNode(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), 0)
+	retries := NewNode(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), 0) // go-redis default: 3 retries
 	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
+		name                string
+		err                 error
+		noRetries, retrying bool
 	}{
-		{"nil", nil, false},
-		{"withdrawn from the queue", fmt.Errorf("%w: %w", ErrNotSent, context.DeadlineExceeded), true},
-		{"connection refused", refused, true},
-		{"dial wrapped", fmt.Errorf("node 2: %w", refused), true},
-		{"pool timeout", redis.ErrPoolTimeout, true},
-		{"reset after sending", reset, false},
-		{"reply cut short", io.EOF, false},
-		{"deadline while on the wire", context.DeadlineExceeded, false},
-		{"server error", redis.Nil, false},
+		{"nil", nil, false, false},
+		{"withdrawn from the queue", withdrawn, true, true},
+		{"connection refused", refused, true, false},
+		{"dial wrapped", fmt.Errorf("node 2: %w", refused), true, false},
+		{"pool timeout", redis.ErrPoolTimeout, true, false},
+		{"reset after sending", reset, false, false},
+		{"reply cut short", io.EOF, false, false},
+		{"deadline while on the wire", context.DeadlineExceeded, false, false},
+		{"server error", redis.Nil, false, false},
 	} {
-		if got := NotSent(tc.err); got != tc.want {
-			t.Errorf("%s: NotSent(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		if got := noRetries.NeverReached(tc.err); got != tc.noRetries {
+			t.Errorf("%s, client without retries: NeverReached(%v) = %v, want %v", tc.name, tc.err, got, tc.noRetries)
 		}
+		if got := retries.NeverReached(tc.err); got != tc.retrying {
+			t.Errorf("%s, client with retries: NeverReached(%v) = %v, want %v", tc.name, tc.err, got, tc.retrying)
+		}
+	}
+	if !NotSent(withdrawn) || NotSent(refused) {
+		t.Error("NotSent must mean withdrawn before sending, nothing else")
 	}
 }

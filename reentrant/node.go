@@ -32,6 +32,9 @@ import (
 type Node struct {
 	rdb   redis.UniversalClient
 	calls *pipeliner
+	// noRetries: the client never sends a command twice (MaxRetries -1),
+	// so a failure to connect is the whole story of a call.
+	noRetries bool
 }
 
 // DefaultCallTimeout bounds one round trip of a Node unless NewNode is told
@@ -48,7 +51,30 @@ func NewNode(rdb redis.UniversalClient, callTimeout time.Duration) *Node {
 	if callTimeout <= 0 {
 		callTimeout = DefaultCallTimeout
 	}
-	return &Node{rdb: rdb, calls: &pipeliner{rdb: rdb, timeout: callTimeout}}
+	return &Node{rdb: rdb, calls: &pipeliner{rdb: rdb, timeout: callTimeout}, noRetries: retriesOff(rdb)}
+}
+
+// NeverReached reports whether err, the failure of a call to this node,
+// proves that nothing of the call can have run there: it was never sent
+// (NotSent), or the client could not connect and does not retry. A client
+// that retries (go-redis's default: 3 retries) may have written an earlier
+// try before its connection broke and failed only the redial, so for it a
+// failure to connect proves nothing.
+func (n *Node) NeverReached(err error) bool {
+	return NotSent(err) || n.noRetries && connectFailed(err)
+}
+
+// retriesOff reports whether rdb is known never to retry a command.
+func retriesOff(rdb redis.UniversalClient) bool {
+	// go-redis turns MaxRetries -1 into 0 and 0 into its default of 3 when
+	// it makes the client: here 0 means none.
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().MaxRetries <= 0
+	case *redis.ClusterClient:
+		return c.Options().MaxRetries <= 0
+	}
+	return false
 }
 
 // Client returns the go-redis client the node talks through.
