@@ -85,7 +85,7 @@ func (c *Client) setBack(op reentrant.Op, nodes []int, deadline time.Time) {
 // retrying each until it gets through or deadline passes.
 func (c *Client) releaseOn(op reentrant.Op, nodes []int, deadline time.Time) {
 	for _, node := range nodes {
-		c.cleaners[node].add(op, func(e *cleanup) {
+		c.cleaners[node].add(op, func(e *cleanup, _ bool) {
 			e.deadline = later(e.deadline, deadline)
 		})
 	}
@@ -94,7 +94,7 @@ func (c *Client) releaseOn(op reentrant.Op, nodes []int, deadline time.Time) {
 // keepReleasing sends op's release to node again and again until deadline:
 // the node's state is unknown, and an older acquire may still land there.
 func (c *Client) keepReleasing(op reentrant.Op, node int, deadline time.Time) {
-	c.cleaners[node].add(op, func(e *cleanup) {
+	c.cleaners[node].add(op, func(e *cleanup, _ bool) {
 		e.deadline = later(e.deadline, deadline)
 		e.until = later(e.until, deadline)
 	})
@@ -104,13 +104,16 @@ func (c *Client) keepReleasing(op reentrant.Op, node int, deadline time.Time) {
 // says what to do, or keeps undoing until deadline if none comes.
 func (c *Client) undoLate(op reentrant.Op, node int, late *outcome[reentrant.Acquisition], deadline time.Time) {
 	undo := undoOf(op)
-	c.cleaners[node].add(undo, func(e *cleanup) {
+	c.cleaners[node].add(undo, func(e *cleanup, alone bool) {
 		e.deadline = later(e.deadline, deadline)
-		if e.release.Seq == undo.Seq && e.until.IsZero() {
-			e.late, e.lateUntil = late, deadline // nothing else to keep sending: the reply decides
+		if alone && e.until.IsZero() {
+			// Nothing else to send: the reply decides.
+			e.late, e.lateUntil = late, deadline
 			return
 		}
-		e.until = later(e.until, deadline) // merged with other work: assume the worst
+		// Merged with another release of the owner (an earlier attempt's,
+		// whose hold a later attempt may have carried on): assume the worst.
+		e.until = later(e.until, deadline)
 	})
 }
 
@@ -132,19 +135,20 @@ func (c *Client) repairLater(m *Mutex, nodes []int, by time.Time) {
 // add merges the release op into the entry of its lock and owner, keeping
 // the newer one, lets set adjust the entry's deadlines, and starts the
 // drainer.
-func (w *cleaner) add(op reentrant.Op, set func(*cleanup)) {
+func (w *cleaner) add(op reentrant.Op, set func(e *cleanup, alone bool)) {
 	w.mu.Lock()
 	e := w.entry(op.Key.Lock, op.Owner)
+	alone := e.release.Owner == "" // no other release of the owner is pending here
 	if e.late != nil {
 		// Two operations to reason about: treat the late one as unknown.
 		e.until = later(e.until, e.lateUntil)
 		e.deadline = later(e.deadline, e.lateUntil)
 		e.late = nil
 	}
-	if e.release.Owner == "" || op.Seq > e.release.Seq {
+	if alone || op.Seq > e.release.Seq {
 		e.release, e.once = op, true // every release is sent at least once
 	}
-	set(e)
+	set(e, alone)
 	w.mu.Unlock()
 	w.start()
 }

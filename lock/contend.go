@@ -112,8 +112,9 @@ func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Dur
 			return probed
 		}
 	}
+	k.abandon(c) // what earlier attempts kept: this one may not have reached those nodes
 	c.undo(op, a, false)
-	k.keeping, k.keeps = false, 0
+	k.keeps = 0
 	k.recheck = k.probe && woken && !won
 	// Probe next time only if another owner holds the tie-breaker: it, or
 	// whoever wins it, goes on, and this waiter sleeps until a release.
@@ -138,12 +139,17 @@ func (k *contender) sleep(a attempt, retryDelay time.Duration) time.Duration {
 }
 
 // abandon undoes what the contender kept: the Lock call ends without the
-// lock.
+// lock, or stops keeping. Each kept attempt may carry holds of earlier kept
+// attempts on nodes it did not reach itself, so the undo of the last one
+// goes to every node (its sequence number is above all of theirs), and its
+// own late replies are followed as any failed attempt's are.
 func (k *contender) abandon(c *Client) {
-	if k.keeping {
-		c.undo(k.kept, k.keptTry, false)
-		k.keeping = false
+	if !k.keeping {
+		return
 	}
+	c.releaseOn(undoOf(k.kept), c.allNodes(), k.keptTry.deadline)
+	c.undo(k.kept, k.keptTry, false)
+	k.keeping = false
 }
 
 // tieReply is the tie-breaker's answer within a.
