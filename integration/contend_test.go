@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"context"
 	"hash/fnv"
 	"testing"
 	"time"
@@ -87,5 +88,43 @@ func TestTieBreakerHolderKeepsAndGoesNext(t *testing.T) {
 	st := laterClient.Stats()
 	t.Logf("later waiter: %d attempts in all, %d after the first release", st.Attempts, st.Attempts-attemptsBefore)
 	require.NoError(t, later.Unlock(ctx))
+	requireFree(t, 3, name, 2*time.Second)
+}
+
+// TestKeeperThatGivesUpLeavesNothing: a waiter that kept the tie-breaker
+// and then gives up (its ctx ends) takes back what it kept, on every node,
+// at once rather than at the end of its lease.
+func TestKeeperThatGivesUpLeavesNothing(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "tie-gives-up"
+	tie := tieBreakerOf(t, name, 3)
+	links, err := c.NewLinks()
+	require.NoError(t, err)
+	first := newLockClientOver(t, linkClients(links[:3]), lock.Options{}).NewMutex(name)
+	require.NoError(t, links[tie].Partition())
+	ok, err := first.TryLockFor(ctx, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, links[tie].Heal())
+
+	keeper := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	lockCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- keeper.Lock(lockCtx) }()
+	require.Eventually(t, func() bool {
+		return holdersOn(t, 3, name)[tie][keeper.Owner()] == 1
+	}, 5*time.Second, 5*time.Millisecond, "the waiter that won the tie-breaker must keep it")
+	require.ErrorIs(t, <-done, context.DeadlineExceeded)
+	require.Eventually(t, func() bool {
+		for _, h := range holdersOn(t, 3, name) {
+			if h[keeper.Owner()] != 0 {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, 10*time.Millisecond, "what the keeper kept outlived its Lock call")
+	require.NoError(t, first.Unlock(ctx))
 	requireFree(t, 3, name, 2*time.Second)
 }

@@ -485,7 +485,10 @@ func TestAttemptsWhileNodesDownStayBounded(t *testing.T) {
 		t.Cleanup(func() { _ = rdb.Close() })
 		direct[i] = rdb
 	}
-	lc := newLockClientOver(t, direct, lock.Options{Lease: 30 * time.Second, RetryDelay: retryDelay})
+	// A patient NodeTimeout: on a loaded machine a refusal must still come
+	// back before relock stops waiting for it, or it is a late answer whose
+	// undo merges with the next attempt's and is sent to be safe.
+	lc := newLockClientOver(t, direct, lock.Options{Lease: 30 * time.Second, RetryDelay: retryDelay, NodeTimeout: time.Second})
 	_, err := lc.IsLocked(ctx, name) // first contact (identity checks) while all nodes answer
 	require.NoError(t, err)
 	for _, i := range []int{1, 2} {
