@@ -22,24 +22,33 @@ func tieBreakerOf(t *testing.T, name string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
+// holdWithoutTieBreaker resets the cluster and has a new owner take the
+// lock named name on 2 of the first 3 nodes, the tie-breaker cut off
+// meanwhile, for 30 s without renewal (so no repair writes it to the
+// tie-breaker later). It returns the holder and the tie-breaker's index.
+func holdWithoutTieBreaker(t *testing.T, ctx context.Context, name string) (*lock.Mutex, int) {
+	c := reset(t)
+	tie := tieBreakerOf(t, name, 3)
+	links, err := c.NewLinks()
+	require.NoError(t, err)
+	holder := newLockClientOver(t, linkClients(links[:3]), lock.Options{}).NewMutex(name)
+	require.NoError(t, links[tie].Partition())
+	ok, err := holder.TryLockFor(ctx, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, links[tie].Heal())
+	return holder, tie
+}
+
 // TestTieBreakerHolderKeepsAndGoesNext: a holder took the lock on a quorum
 // without the tie-breaker node (it was cut off). A waiter whose attempt wins
 // the tie-breaker keeps it instead of undoing, and is the one that gets the
 // lock at the release; a later waiter, which met it on the tie-breaker,
 // only probes that node and goes after it, and no two ever hold at once.
 func TestTieBreakerHolderKeepsAndGoesNext(t *testing.T) {
-	c := reset(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const name = "tie-keeps"
-	tie := tieBreakerOf(t, name, 3)
-	links, err := c.NewLinks()
-	require.NoError(t, err)
-	first := newLockClientOver(t, linkClients(links[:3]), lock.Options{}).NewMutex(name)
-	require.NoError(t, links[tie].Partition())
-	ok, err := first.TryLockFor(ctx, 30*time.Second) // not renewed: no repair of the tie-breaker
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.NoError(t, links[tie].Heal())
+	first, tie := holdWithoutTieBreaker(t, ctx, name)
 
 	keeper := newLockClient(t, 3, lock.Options{}).NewMutex(name)
 	keeperGot := make(chan time.Time, 1)
@@ -95,18 +104,9 @@ func TestTieBreakerHolderKeepsAndGoesNext(t *testing.T) {
 // and then gives up (its ctx ends) takes back what it kept, on every node,
 // at once rather than at the end of its lease.
 func TestKeeperThatGivesUpLeavesNothing(t *testing.T) {
-	c := reset(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const name = "tie-gives-up"
-	tie := tieBreakerOf(t, name, 3)
-	links, err := c.NewLinks()
-	require.NoError(t, err)
-	first := newLockClientOver(t, linkClients(links[:3]), lock.Options{}).NewMutex(name)
-	require.NoError(t, links[tie].Partition())
-	ok, err := first.TryLockFor(ctx, 30*time.Second)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.NoError(t, links[tie].Heal())
+	first, tie := holdWithoutTieBreaker(t, ctx, name)
 
 	keeper := newLockClient(t, 3, lock.Options{}).NewMutex(name)
 	lockCtx, cancel := context.WithTimeout(ctx, time.Second)
