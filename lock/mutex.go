@@ -356,12 +356,20 @@ func (m *Mutex) deadline() time.Time {
 // background. The hold count stays, so the owner's Unlocks stay balanced
 // (each returns ErrLost). The caller holds m.opMu, not m.mu.
 func (m *Mutex) loseHold() {
+	m.signalLoss()
 	m.mu.Lock()
-	lost := m.lost
 	clean := m.op(0, m.lease, 1)
 	m.mu.Unlock()
-	m.markLost(lost)
 	m.c.releaseOn(clean, m.c.allNodes(), time.Now().Add(clean.Lease))
+}
+
+// signalLoss signals the loss of the current hold. The caller does not
+// hold m.mu.
+func (m *Mutex) signalLoss() {
+	m.mu.Lock()
+	lost := m.lost
+	m.mu.Unlock()
+	m.markLost(lost)
 }
 
 // markLost signals the loss of the hold whose channel is lost.

@@ -103,14 +103,10 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 		return nil
 	case notHeld > len(m.c.nodes)-m.c.quorum:
 		// A quorum says the lock is not ours: it was lost before this call.
-		m.mu.Lock()
-		lost := m.lost
-		m.mu.Unlock()
-		m.markLost(lost)
 		if target > 0 {
-			clean := op
-			clean.Count, clean.Seq = 0, m.nextSeq()
-			m.c.releaseOn(clean, m.c.allNodes(), deadline)
+			m.loseHold() // and clear what is left of ours
+		} else {
+			m.signalLoss() // op already set every node's count to 0
 		}
 		m.settle(target, time.Time{})
 		return ErrLost
@@ -132,13 +128,6 @@ func (m *Mutex) settle(count int64, validUntil time.Time) {
 	if !validUntil.IsZero() {
 		m.extend(validUntil)
 	}
-}
-
-func (m *Mutex) nextSeq() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.seq++
-	return m.seq
 }
 
 // allNodes lists every node index.
