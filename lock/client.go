@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/relock-go/relock/internal/workers"
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/watchdog"
@@ -35,6 +37,7 @@ type Client struct {
 	life     context.Context // ends at Close: background work stops
 	stop     context.CancelFunc
 	inflight sync.WaitGroup // node calls, including those fanOut gave up on
+	workers  *workers.Pool  // the goroutines node calls run on
 	bg       sync.WaitGroup // the cleaners' drainers
 	ops      sync.WaitGroup // callers' operations in progress (begin/end)
 	closing  chan struct{}  // closed when Close begins: waiting Locks give up
@@ -43,6 +46,11 @@ type Client struct {
 	closed bool
 	held   map[*Mutex]struct{} // handles holding a lock, released at Close
 }
+
+// workerIdle is how long a goroutine that ran a node call stays parked for
+// the next one (see internal/workers): long enough to carry a steady stream
+// of operations, short enough that a burst's goroutines soon exit.
+const workerIdle = 10 * time.Second
 
 // New validates opts and returns a Client over opts.Nodes. It does not
 // contact the nodes: an unreachable node shows up as a per-node error of the
@@ -61,6 +69,7 @@ func New(opts Options) (*Client, error) {
 		held:       make(map[*Mutex]struct{}),
 		closing:    make(chan struct{}),
 		waits:      newNodeWaits(opts),
+		workers:    workers.New(workerIdle),
 	}
 	for _, n := range opts.Nodes {
 		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
@@ -151,6 +160,7 @@ func (c *Client) Close() error {
 	stages.Go(c.bg.Wait)
 	stages.Go(c.inflight.Wait)
 	stages.Wait()
+	c.workers.Close()
 	return errors.Join(errs...)
 }
 

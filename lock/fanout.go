@@ -79,13 +79,13 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 		o := &outcome[T]{done: make(chan struct{})}
 		outcomes[i] = o
 		c.inflight.Add(1)
-		go func() {
+		c.workers.Go(func() {
 			defer c.inflight.Done()
 			o.value, o.err = call(callCtx, node)
 			c.waits.observe(i, token, wait, time.Since(start), isAnswer(o.value, o.err))
 			close(o.done)
 			finished <- i
-		}()
+		})
 	}
 
 	ok := 0
