@@ -70,7 +70,9 @@ func (w *cleaner) drain(ctx context.Context) {
 		case !more:
 			return
 		case len(round) > 0:
-			w.settle(round, w.send(ctx, round))
+			results := w.send(ctx, round)
+			w.c.noteCleanupErrors(w.node, results)
+			w.settle(round, results)
 			continue
 		}
 		timer.Reset(time.Until(next))

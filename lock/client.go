@@ -25,6 +25,7 @@ type Client struct {
 	quorum int
 	waits  *nodeWaits // how long to wait for each node (adaptive or fixed)
 	stats  counters
+	obs    Observer // Options.Observer's hooks, each nil when unset
 	dog    *watchdog.Watchdog
 	broker *pubsub.Broker // one subscription per node for every waiter
 	ident  *identifier    // the first-contact duplicate check
@@ -71,6 +72,9 @@ func New(opts Options) (*Client, error) {
 		waits:      newNodeWaits(opts),
 		workers:    workers.New(workerIdle),
 	}
+	if opts.Observer != nil {
+		c.obs = *opts.Observer
+	}
 	for _, n := range opts.Nodes {
 		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
 		c.addrs = append(c.addrs, nodeAddr(n))
@@ -84,6 +88,7 @@ func New(opts Options) (*Client, error) {
 		Quorum:           quorum(len(opts.Nodes)),
 		Grace:            opts.NodeTimeout, // by then every live node has published
 		Logger:           opts.Logger,
+		OnConnection:     c.pubsubHook(),
 	})
 	return c, nil
 }
@@ -197,6 +202,9 @@ func (c *Client) isClosing() bool {
 func (c *Client) track(m *Mutex, holding bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, had := c.held[m]; had != holding {
+		c.holdChanged(m, holding)
+	}
 	if holding {
 		c.held[m] = struct{}{}
 	} else {

@@ -14,10 +14,14 @@ import (
 // Do returns fn's error, joined with Unlock's if that failed. If fn panics,
 // the lock is released and the panic goes on up to Do's caller.
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error) (err error) {
+	ctx, start := c.doStarted(ctx, name)
+	ran := false
+	defer func() { c.doEnded(ctx, name, start, ran, err) }()
 	m := c.NewMutex(name)
 	if err := m.Lock(ctx); err != nil {
 		return err
 	}
+	ran = true
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	watchDone := make(chan struct{})
 	// Deferred, so that a panic in fn (recovered further up, as net/http

@@ -153,6 +153,7 @@ collect:
 			}
 		}
 	}
+	noteNodeErrors(c, ctx, replies)
 	return replies
 }
 

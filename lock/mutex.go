@@ -148,10 +148,13 @@ func (m *Mutex) TryLockFor(ctx context.Context, lease time.Duration) (bool, erro
 	return m.lock(ctx, lease, false, false)
 }
 
-func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait bool) (bool, error) {
+func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait bool) (acquired bool, err error) {
 	if m.keyErr != nil {
 		return false, m.keyErr
 	}
+	var w waiter
+	ctx, call := m.c.lockStarted(ctx, m, lease, renewed, wait)
+	defer func() { m.c.lockEnded(ctx, m, &call, &w, wait, acquired, err) }()
 	if err := m.c.begin(); err != nil {
 		return false, err
 	}
@@ -165,7 +168,6 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		}
 	}
 	var (
-		w        waiter
 		lastFail error // the last quorum failure, reported with ctx's error
 		k        = newContender(m.c, m.key, wait)
 	)
@@ -175,7 +177,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 			w.giveUp(attempt{})
 			return false, ErrClosed
 		}
-		ok, a, err := m.attempt(ctx, lease, renewed, k, w.woken)
+		ok, a, err := m.attempt(ctx, lease, renewed, k, w.woken, &call)
 		var qe *QuorumError
 		switch {
 		case ok && m.c.isClosing():
@@ -214,8 +216,8 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 }
 
 // attempt runs one acquire for this owner: a first hold, which follows the
-// contention rules of k, or a re-entry.
-func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, k *contender, woken bool) (bool, attempt, error) {
+// contention rules of k, or a re-entry. call counts it for the observer.
+func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, k *contender, woken bool, call *lockCall) (bool, attempt, error) {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
 
@@ -227,8 +229,9 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, 
 	reentry := m.count > 0
 	if reentry { // a re-entry keeps the hold's lease and renewal
 		if !time.Now().Before(m.deadline()) {
+			why := expiredReason(m.renewed)
 			m.mu.Unlock()
-			m.loseHold()
+			m.loseHold(why)
 			return false, attempt{}, ErrLost
 		}
 		lease, renewed = m.lease, m.renewed
@@ -243,6 +246,7 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, 
 		only = k.target()
 	}
 	a := m.c.acquire(ctx, op, only)
+	m.c.attempted(ctx, m, op, only, a, call)
 	switch {
 	case a.acquired:
 		k.keeping = false // what it kept is part of the hold now
@@ -254,7 +258,7 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, 
 		// ended (expired, force-unlocked) and another owner may have held
 		// the lock since. Nothing was created where it was missing.
 		m.c.undo(op, a, false)
-		m.loseHold()
+		m.loseHold(LossNotHeld)
 		return false, attempt{}, ErrLost
 	default:
 		m.c.undo(op, a, false)
@@ -308,7 +312,13 @@ func (m *Mutex) startHold(lease time.Duration, renewed bool, validUntil time.Tim
 	if renewed {
 		every = lease / 3
 	}
-	m.entry = m.c.dog.Watch(m, every, validUntil, func() { m.markLost(lost) })
+	m.entry = m.c.dog.Watch(m, every, validUntil, func(expired bool) {
+		why := LossNotHeld
+		if expired {
+			why = expiredReason(renewed)
+		}
+		m.markLost(lost, why)
+	})
 	if m.holdCtx != nil {
 		m.stopHold = context.AfterFunc(m.holdCtx, func() { _ = m.releaseAll() })
 	}
@@ -355,8 +365,8 @@ func (m *Mutex) deadline() time.Time {
 // own operation, and clears whatever is left of it on every node in the
 // background. The hold count stays, so the owner's Unlocks stay balanced
 // (each returns ErrLost). The caller holds m.opMu, not m.mu.
-func (m *Mutex) loseHold() {
-	m.signalLoss()
+func (m *Mutex) loseHold(why LossReason) {
+	m.signalLoss(why)
 	m.mu.Lock()
 	clean := m.op(0, m.lease, 1)
 	m.mu.Unlock()
@@ -365,15 +375,25 @@ func (m *Mutex) loseHold() {
 
 // signalLoss signals the loss of the current hold. The caller does not
 // hold m.mu.
-func (m *Mutex) signalLoss() {
+func (m *Mutex) signalLoss(why LossReason) {
 	m.mu.Lock()
 	lost := m.lost
 	m.mu.Unlock()
-	m.markLost(lost)
+	m.markLost(lost, why)
 }
 
-// markLost signals the loss of the hold whose channel is lost.
-func (m *Mutex) markLost(lost chan struct{}) {
+// expiredReason is why a hold whose deadline passed is lost: its renewals
+// failed, or its explicit lease ran out.
+func expiredReason(renewed bool) LossReason {
+	if renewed {
+		return LossRenewalFailed
+	}
+	return LossLeaseExpired
+}
+
+// markLost signals the loss, for the reason why, of the hold whose channel
+// is lost.
+func (m *Mutex) markLost(lost chan struct{}, why LossReason) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lost != lost || m.isLost {
@@ -382,6 +402,7 @@ func (m *Mutex) markLost(lost chan struct{}) {
 	m.isLost = true
 	close(lost)
 	m.c.stats.losses.Add(1)
+	m.c.lost(m, why)
 	if m.entry != nil {
 		m.validUntil = m.entry.ValidUntil() // the last deadline, for the record
 		m.entry.Stop()

@@ -122,6 +122,12 @@ type Options struct {
 	// background clean-ups). Default: discard.
 	Logger *slog.Logger
 
+	// Observer, when set, receives an event for every attempt, wait,
+	// release, renewal batch, loss, node failure and Pub/Sub reconnect (see
+	// Observer): the hook for metrics and traces. New copies it: changing
+	// it afterwards has no effect. Nil (the default) costs nothing.
+	Observer *Observer
+
 	// adaptive is set by withDefaults when NodeTimeout was left zero; it
 	// then holds the adaptive floor.
 	adaptive bool

@@ -26,6 +26,8 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 	elapsed := time.Since(start)
 
 	outcomes := make([]watchdog.Outcome, len(ops))
+	renewed, lost := 0, 0
+	defer func() { c.renewed(ops, replies, renewed, lost, elapsed) }()
 	for i, op := range ops {
 		if op.Count == 0 {
 			continue // not renewed this round; the watchdog retries shortly
@@ -47,11 +49,13 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 		case held >= c.quorum && v > 0:
 			outcomes[i] = watchdog.Outcome{Renewed: true, ValidUntil: start.Add(elapsed + v)}
 			c.stats.renewals.Add(1)
+			renewed++
 			if len(repair) > 0 {
 				c.repairLater(values[i].(*Mutex), repair, outcomes[i].ValidUntil)
 			}
 		case notHeld > len(c.nodes)-c.quorum:
 			outcomes[i] = watchdog.Outcome{Lost: true}
+			lost++
 		}
 	}
 	return outcomes

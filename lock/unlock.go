@@ -29,7 +29,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if m.keyErr != nil {
 		return m.keyErr
 	}
+	ctx = m.c.unlockStarted(ctx, m)
 	if err := m.c.begin(); err != nil {
+		m.c.released(ctx, m, false, &releaseTally{target: -1}, err)
 		return err // Close released every hold already
 	}
 	defer m.c.end()
@@ -42,7 +44,9 @@ func (m *Mutex) releaseAll() error {
 	return m.release(m.c.life, true)
 }
 
-func (m *Mutex) release(ctx context.Context, all bool) error {
+func (m *Mutex) release(ctx context.Context, all bool) (err error) {
+	t := m.c.newReleaseTally()
+	defer func() { m.c.released(ctx, m, all, &t, err) }()
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
 
@@ -60,6 +64,7 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 	}
 	wasLost := m.isLost
 	op := m.op(target, m.lease, 1)
+	t.target = target
 	// Past any lease a node may still hold: renewals set it from their own
 	// time, so count from now, not from the first acquisition.
 	deadline := time.Now().Add(m.lease)
@@ -92,6 +97,7 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 		}
 	}
 	m.c.releaseOn(op, retry, deadline)
+	t.reached, t.agreed = agreed+notHeld, agreed
 
 	switch {
 	case agreed >= m.c.quorum:
@@ -104,9 +110,9 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 	case notHeld > len(m.c.nodes)-m.c.quorum:
 		// A quorum says the lock is not ours: it was lost before this call.
 		if target > 0 {
-			m.loseHold() // and clear what is left of ours
+			m.loseHold(LossNotHeld) // and clear what is left of ours
 		} else {
-			m.signalLoss() // op already set every node's count to 0
+			m.signalLoss(LossNotHeld) // op already set every node's count to 0
 		}
 		m.settle(target, time.Time{})
 		return ErrLost

@@ -18,13 +18,17 @@ type waiter struct {
 	sub    *pubsub.Waiter
 	primed bool
 	woken  bool // the last sleep ended with a release's wake
+
+	// For the observer: the sleeps so far, and how the last one ended.
+	sleeps   int
+	lastWake WaitEnd
 }
 
 // wait sleeps after a failed attempt until a wake comes or sleep passes,
 // or returns ctx's error (or ErrClosed) when ctx ends (or the Client
 // closes) first. A first waiter (one that holds the lock's tie-breaker) is
 // woken before the others of its process.
-func (w *waiter) wait(ctx context.Context, m *Mutex, sleep time.Duration, first bool) error {
+func (w *waiter) wait(ctx context.Context, m *Mutex, sleep time.Duration, first bool) (err error) {
 	if !w.primed {
 		w.primed = true
 		sub, err := m.c.broker.SubscribeIgnoring(ctx, m.key.Channel, releasesOf(m.owner))
@@ -43,6 +47,8 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, sleep time.Duration, first 
 	defer t.Stop()
 	m.c.stats.sleeping.Add(1)
 	defer m.c.stats.sleeping.Add(-1)
+	start := m.c.sleepStarted(ctx, m, sleep)
+	defer func() { w.slept(ctx, m, start, err) }()
 	select {
 	case <-w.sub.Wake():
 		w.woken = true

@@ -273,7 +273,10 @@ func (b *Broker) dispatch(channel, payload string) {
 // connectionChanged wakes every waiter: while the connection was down a
 // release may have been published that this node never delivered, and no
 // waiter can tell whether it was theirs.
-func (b *Broker) connectionChanged(_ int, lost bool) {
+func (b *Broker) connectionChanged(node int, lost bool) {
+	if f := b.opts.OnConnection; f != nil {
+		f(node, !lost)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if lost {

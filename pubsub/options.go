@@ -51,6 +51,11 @@ type Options struct {
 	// Logger receives connection events (lost, restored, failed commands).
 	// Nil discards them.
 	Logger *slog.Logger
+
+	// OnConnection, when set, is called when a node's working connection
+	// breaks (up false) and when it works again after failing (up true),
+	// from the node's receive goroutine: it must not block.
+	OnConnection func(node int, up bool)
 }
 
 // withDefaults returns o with every unset field replaced by its default.

@@ -38,6 +38,7 @@ type call struct {
 	keys   []string
 	args   []any
 	budget time.Duration // the time the caller's ctx had left when it queued; 0: no deadline
+	values valuesOf      // the caller's ctx values (a trace span), for a lone call
 	cmd    *redis.Cmd
 	done   chan struct{} // closed once cmd holds the reply
 	turn   chan struct{} // receives this caller's turn to send (buffer 1)
@@ -48,7 +49,7 @@ type call struct {
 // whose ctx ends while still queued is never sent; one already sent may
 // still run on the node, as with any call whose reply is lost.
 func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, args ...any) *redis.Cmd {
-	c := &call{script: script, keys: keys, args: args, done: make(chan struct{}), turn: make(chan struct{}, 1)}
+	c := &call{script: script, keys: keys, args: args, values: valuesOf{ctx}, done: make(chan struct{}), turn: make(chan struct{}, 1)}
 	if deadline, ok := ctx.Deadline(); ok {
 		c.budget = max(time.Until(deadline), time.Nanosecond)
 	}
@@ -132,7 +133,13 @@ func (p *pipeliner) withdraw(c *call) bool {
 // send runs one batch: one round trip, plus a second one with the full
 // source for the calls a node answered NOSCRIPT to.
 func (p *pipeliner) send(batch []*call) {
-	ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
+	// A lone call keeps its caller's values, so go-redis hooks (redisotel)
+	// see the caller's trace span; a shared trip belongs to no one caller.
+	var parent context.Context = context.Background()
+	if len(batch) == 1 {
+		parent = &batch[0].values
+	}
+	ctx, cancel := context.WithDeadline(parent, p.deadline(batch))
 	defer cancel()
 	if len(batch) == 1 {
 		c := batch[0]
@@ -168,3 +175,12 @@ func (p *pipeliner) deadline(batch []*call) time.Time {
 	}
 	return time.Now().Add(wait)
 }
+
+// valuesOf is context.WithoutCancel(ctx) without its allocation (it lives
+// inside the call): ctx's values, none of its cancellation or deadline,
+// since the deadline rule above decides how long a trip waits.
+type valuesOf struct{ context.Context }
+
+func (valuesOf) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (valuesOf) Done() <-chan struct{}       { return nil }
+func (valuesOf) Err() error                  { return nil }

@@ -7,7 +7,7 @@ type Entry struct {
 	w      *Watchdog
 	value  any
 	every  time.Duration
-	onLost func()
+	onLost func(expired bool)
 
 	// Guarded by w.mu.
 	validUntil time.Time
@@ -64,7 +64,7 @@ func (e *Entry) expire() {
 	}
 	e.detach()
 	e.w.mu.Unlock()
-	e.onLost()
+	e.onLost(true)
 }
 
 // detach marks the entry stopped and forgets it. The caller holds w.mu.

@@ -90,10 +90,12 @@ func New(renew RenewFunc, opts Options) *Watchdog {
 // Watch starts watching a lock valid until validUntil. When every > 0 the
 // lock is renewed every `every`; when every is 0 it is never renewed and only
 // its deadline is watched (a lock with an explicit lease). onLost is called
-// once, in its own goroutine, Options.Early before the current deadline when the
-// lock can no longer be proven held; it is never called after Stop returns.
-// After Close, Watch returns an entry that is already stopped.
-func (w *Watchdog) Watch(value any, every time.Duration, validUntil time.Time, onLost func()) *Entry {
+// once, in its own goroutine, when the lock can no longer be proven held:
+// with expired true Options.Early before the current deadline, which no
+// renewal moved; with expired false as soon as the RenewFunc reports the
+// lock Lost. It is never called after Stop returns. After Close, Watch
+// returns an entry that is already stopped.
+func (w *Watchdog) Watch(value any, every time.Duration, validUntil time.Time, onLost func(expired bool)) *Entry {
 	e := &Entry{w: w, value: value, every: every, validUntil: validUntil, onLost: onLost, index: -1}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -228,7 +230,7 @@ func (w *Watchdog) renewBatch(batch []*Entry) {
 	w.mu.Unlock()
 	for _, e := range lost {
 		e.timer.Stop()
-		go e.onLost()
+		go e.onLost(false)
 	}
 }
 

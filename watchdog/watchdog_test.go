@@ -56,7 +56,7 @@ func TestRenewsInBatchesEveryInterval(t *testing.T) {
 
 	var lost atomic.Int32
 	for i := range 100 {
-		w.Watch(i, 100*time.Millisecond, time.Now().Add(300*time.Millisecond), func() { lost.Add(1) })
+		w.Watch(i, 100*time.Millisecond, time.Now().Add(300*time.Millisecond), func(bool) { lost.Add(1) })
 	}
 	time.Sleep(1050 * time.Millisecond) // ten intervals, three leases
 	calls := r.calls()
@@ -78,7 +78,7 @@ func TestMaxBatchSplitsLargeBatches(t *testing.T) {
 	w := watchdog.New(r.renew, watchdog.Options{MaxBatch: 40})
 	defer w.Close()
 	for i := range 100 {
-		w.Watch(i, 50*time.Millisecond, time.Now().Add(time.Second), func() {})
+		w.Watch(i, 50*time.Millisecond, time.Now().Add(time.Second), func(bool) {})
 	}
 	for deadline := time.Now().Add(time.Second); len(r.calls()) < 3; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -98,13 +98,17 @@ func TestFailingRenewalIsRetriedThenLostAtTheDeadline(t *testing.T) {
 	deadline := time.Now().Add(400 * time.Millisecond)
 	due := deadline.Add(-20 * time.Millisecond) // Options.Early's default
 	lostAt := make(chan time.Time, 1)
-	w.Watch("x", 100*time.Millisecond, deadline, func() { lostAt <- time.Now() })
+	var expired atomic.Bool
+	w.Watch("x", 100*time.Millisecond, deadline, func(exp bool) { expired.Store(exp); lostAt <- time.Now() })
 	// A plain timer due at the same moment measures how late this machine
 	// runs timers right now: on a loaded machine no code can report a loss
 	// sooner than its runtime lets it run.
 	plainAt := make(chan time.Time, 1)
 	time.AfterFunc(time.Until(due), func() { plainAt <- time.Now() })
 	at, plain := <-lostAt, <-plainAt
+	if !expired.Load() {
+		t.Fatal("a loss at the deadline must be reported as expired")
+	}
 	runtimeLate := max(0, plain.Sub(due))
 	t.Logf("loss reported %v before the deadline; a plain timer due then ran %v late", deadline.Sub(at), runtimeLate)
 	if at.Before(due.Add(-10 * time.Millisecond)) {
@@ -124,9 +128,11 @@ func TestLostOutcomeIsReportedAtOnce(t *testing.T) {
 	w := watchdog.New(r.renew, watchdog.Options{})
 	defer w.Close()
 	start := time.Now()
-	lost := make(chan struct{})
-	e := w.Watch("x", 50*time.Millisecond, time.Now().Add(10*time.Second), func() { close(lost) })
-	<-lost
+	lost := make(chan bool, 1)
+	e := w.Watch("x", 50*time.Millisecond, time.Now().Add(10*time.Second), func(expired bool) { lost <- expired })
+	if expired := <-lost; expired {
+		t.Fatal("a loss the RenewFunc reported must not be reported as expired")
+	}
 	if took := time.Since(start); took >= time.Second {
 		t.Fatalf("loss reported after %v, want at the first renewal", took)
 	}
@@ -143,7 +149,7 @@ func TestStopPreventsRenewalAndLoss(t *testing.T) {
 	w := watchdog.New(r.renew, watchdog.Options{})
 	defer w.Close()
 	var lost atomic.Bool
-	e := w.Watch("x", 20*time.Millisecond, time.Now().Add(60*time.Millisecond), func() { lost.Store(true) })
+	e := w.Watch("x", 20*time.Millisecond, time.Now().Add(60*time.Millisecond), func(bool) { lost.Store(true) })
 	if !e.Stop() {
 		t.Fatal("Stop of a watched entry reported false")
 	}
@@ -159,7 +165,7 @@ func TestUnrenewedEntryIsLostAtItsDeadlineUnlessExtended(t *testing.T) {
 	defer w.Close()
 	deadline := time.Now().Add(100 * time.Millisecond)
 	lostAt := make(chan time.Time, 1)
-	e := w.Watch("x", 0, deadline, func() { lostAt <- time.Now() })
+	e := w.Watch("x", 0, deadline, func(bool) { lostAt <- time.Now() })
 	e.Extend(deadline.Add(100 * time.Millisecond))
 	at := <-lostAt
 	if at.Before(deadline.Add(70 * time.Millisecond)) {
@@ -176,11 +182,11 @@ func TestCloseStopsEverything(t *testing.T) {
 	w := watchdog.New(r.renew, watchdog.Options{})
 	var lost atomic.Bool
 	for i := range 10 {
-		w.Watch(i, 10*time.Millisecond, time.Now().Add(50*time.Millisecond), func() { lost.Store(true) })
+		w.Watch(i, 10*time.Millisecond, time.Now().Add(50*time.Millisecond), func(bool) { lost.Store(true) })
 	}
 	w.Close()
 	w.Close() // idempotent
-	e := w.Watch("late", time.Millisecond, time.Now().Add(time.Millisecond), func() { lost.Store(true) })
+	e := w.Watch("late", time.Millisecond, time.Now().Add(time.Millisecond), func(bool) { lost.Store(true) })
 	if e.Stop() {
 		t.Fatal("Watch after Close must return a stopped entry")
 	}
