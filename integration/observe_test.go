@@ -267,16 +267,16 @@ func TestObservedPubSubReconnect(t *testing.T) {
 	got := make(chan error, 1)
 	w := lc.NewMutex("obs:pubsub")
 	go func() { got <- w.Lock(ctx) }()
-	waitFor(t, 10*time.Second, "the waiter to sleep", func() bool { return lc.Stats().Sleeping == 1 })
+	waitUntil(t, 10*time.Second, "the waiter to sleep", func() bool { return lc.Stats().Sleeping == 1 })
 
 	stopped := c.Nodes[2]
 	node := stopped.Link().Addr()
 	require.NoError(t, stopped.Stop(ctx))
-	waitFor(t, 10*time.Second, "the disconnect", func() bool {
+	waitUntil(t, 10*time.Second, "the disconnect", func() bool {
 		return o.prom(t).get("relock_pubsub_disconnects_total", "node", node) == 1
 	})
 	require.NoError(t, stopped.Start(ctx))
-	waitFor(t, 10*time.Second, "the reconnect", func() bool {
+	waitUntil(t, 10*time.Second, "the reconnect", func() bool {
 		return o.prom(t).get("relock_pubsub_reconnects_total", "node", node) == 1
 	})
 	require.NoError(t, h.Unlock(ctx))
