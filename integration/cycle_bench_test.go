@@ -15,33 +15,37 @@ import (
 // cycle, for profiling (go test -bench SequentialCycle -cpuprofile).
 func BenchmarkSequentialCycle(b *testing.B) {
 	for _, n := range []int{1, 3} {
-		b.Run(itoaName(n), func(b *testing.B) {
-			if err := cluster.Reset(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			nodes := make([]redis.UniversalClient, n)
-			for i := range nodes {
-				rdb := redis.NewClient(fixture.ClientOptions(cluster.Nodes[i].Addr()))
-				defer rdb.Close()
-				nodes[i] = rdb
-			}
-			c, err := lock.New(lock.Options{Nodes: nodes})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			ctx := context.Background()
-			m := c.NewMutex("cycle")
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				if err := m.Lock(ctx); err != nil {
-					b.Fatal(err)
-				}
-				if err := m.Unlock(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(itoaName(n), func(b *testing.B) { sequentialCycles(b, n, nil) })
+	}
+}
+
+// sequentialCycles runs b.N Lock/Unlock cycles on n masters reached
+// directly, with obs as the Client's Observer.
+func sequentialCycles(b *testing.B, n int, obs *lock.Observer) {
+	if err := cluster.Reset(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	nodes := make([]redis.UniversalClient, n)
+	for i := range nodes {
+		rdb := redis.NewClient(fixture.ClientOptions(cluster.Nodes[i].Addr()))
+		defer rdb.Close()
+		nodes[i] = rdb
+	}
+	c, err := lock.New(lock.Options{Nodes: nodes, Observer: obs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	m := c.NewMutex("cycle")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := m.Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
