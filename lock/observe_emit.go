@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -358,7 +359,7 @@ func nodeErrorKind(err error) NodeErrorKind {
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return NodeTimeout
 	case errors.As(err, &opErr), errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),
-		errors.Is(err, net.ErrClosed), isEOF(err):
+		errors.Is(err, net.ErrClosed), isEOF(err), connectionLost(err):
 		return NodeUnreachable
 	case errors.As(err, &redisErr):
 		return NodeServerError
@@ -377,6 +378,13 @@ func (c *Client) pubsubHook() func(node int, up bool) {
 
 func isEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// connectionLost reports a connection the peer reset, refused or closed
+// under us (go-redis may hand these up as bare syscall errors).
+func connectionLost(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE)
 }
 
 // started is the ctx a Start hook returned, or ctx when it returned nil.

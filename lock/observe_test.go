@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -365,6 +366,7 @@ func TestNodeErrorKinds(t *testing.T) {
 		{asNodeTimeout(&net.OpError{Op: "read", Err: timeoutError{}}), NodeTimeout},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, NodeUnreachable},
 		{io.EOF, NodeUnreachable},
+		{&os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}, NodeUnreachable},
 		{redis.ErrClosed, NodeUnreachable},
 		{&reentrant.WrongTypeError{Key: "relock:{x}", Type: "string"}, NodeWrongType},
 		{fakeRedisError("LOADING Redis is loading the dataset in memory"), NodeServerError},

@@ -3,6 +3,12 @@
 // that times out, and a node failure being tolerated, then a majority
 // failure being reported. It prints what happened at each step.
 //
+// While it runs it serves relock's Prometheus metrics on a loopback port
+// (the URL is printed first; -metrics sets the address, -linger keeps it up
+// after the run), and at the end prints a summary read back from that
+// registry. -samples writes the registry's readings over the run as CSV, for
+// cmd/relock-plot (`make plot`).
+//
 // It needs a Docker engine and the Redis image named by RELOCK_REDIS_IMAGE
 // (default relock/redis:7; `make image` builds it). Run it with `make demo`.
 package main
@@ -10,6 +16,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -20,7 +27,14 @@ import (
 	"github.com/relock-go/relock/lock"
 )
 
+var (
+	metricsAddr = flag.String("metrics", "127.0.0.1:0", "address to serve /metrics on while the demo runs (a loopback port)")
+	samplesPath = flag.String("samples", "", "write the metrics sampled over the run to this CSV file (for cmd/relock-plot)")
+	linger      = flag.Duration("linger", 0, "keep serving /metrics this long after the run")
+)
+
 func main() {
+	flag.Parse()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
@@ -34,6 +48,12 @@ func run() error {
 	if err := fixture.DockerError(); err != nil {
 		return fmt.Errorf("a Docker engine is required: %w", err)
 	}
+	mx, err := startMetrics(*metricsAddr)
+	if err != nil {
+		return err
+	}
+	step("relock's metrics while the demo runs: %s", mx.url)
+	mx.setStep("start")
 	step("Starting 3 independent Redis masters in containers (image %s)", fixture.Image())
 	cluster, err := fixture.Start(ctx, 3)
 	if err != nil {
@@ -47,8 +67,9 @@ func run() error {
 		say("%s at %s (the demo reaches it through an in-process proxy at %s)", n.Name(), n.Addr(), n.Link().Addr())
 	}
 
-	// Two Clients stand for two processes of one service.
-	opts := lock.Options{Nodes: cluster.Clients()} // default, adaptive per-node timeouts
+	// Two Clients stand for two processes of one service; one Collector
+	// counts for both.
+	opts := lock.Options{Nodes: cluster.Clients(), Observer: mx.collector.Observer()} // default, adaptive per-node timeouts
 	a, err := lock.New(opts)
 	if err != nil {
 		return err
@@ -60,15 +81,29 @@ func run() error {
 	}
 	defer b.Close()
 
-	for _, demo := range []func(context.Context, *fixture.Cluster, *lock.Client, *lock.Client) error{
-		contended, nested, blocking, timeout, nodeFailure,
+	for _, demo := range []struct {
+		name string
+		run  func(context.Context, *fixture.Cluster, *lock.Client, *lock.Client) error
+	}{
+		{"contention", contended}, {"nesting", nested}, {"blocking", blocking}, {"timeout", timeout}, {"node failure", nodeFailure},
 	} {
-		if err := demo(ctx, cluster, a, b); err != nil {
+		mx.setStep(demo.name)
+		if err := demo.run(ctx, cluster, a, b); err != nil {
 			return err
 		}
 	}
 	step("Done: every step behaved as expected")
-	return nil
+	mx.stopSampling()
+	if err := mx.summary(); err != nil {
+		return err
+	}
+	if *samplesPath != "" {
+		if err := mx.writeSamples(*samplesPath); err != nil {
+			return err
+		}
+		say("samples of the run written to %s", *samplesPath)
+	}
+	return mx.close(*linger)
 }
 
 // contended: eight workers over two Clients increment a counter in Redis by
