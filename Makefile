@@ -11,7 +11,7 @@ GO ?= go
 # when this process itself runs inside a container.
 TEST_ENV = TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
 
-.PHONY: docker image test test-defaults demo vet fmt-check bench sweep
+.PHONY: docker image test test-defaults demo plot vet fmt-check bench sweep
 
 docker:
 	bash scripts/docker-up.sh
@@ -38,8 +38,15 @@ test-defaults: image
 demo: image
 	cd integration && $(TEST_ENV) $(GO) run ./cmd/relock-demo
 
-# Every module: the library, the integration tests, the peer benchmark.
-MODULES = . integration integration/peers
+# One demo run drawn from its metrics: the demo writes the registry's
+# readings over the run, cmd/relock-plot draws them (the README's plot).
+plot: image
+	cd integration && $(TEST_ENV) $(GO) run ./cmd/relock-demo -samples ../docs/demo-samples.csv
+	cd integration && $(GO) run ./cmd/relock-plot -in ../docs/demo-samples.csv -out ../docs/demo-run.png
+
+# Every module: the library, the metrics adapters, the integration tests,
+# the peer benchmark.
+MODULES = . prometheus otel integration integration/peers
 
 vet:
 	@for m in $(MODULES); do echo "go vet $$m/..."; (cd $$m && $(GO) vet ./...) || exit 1; done

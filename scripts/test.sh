@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs the whole test suite with -race: the library module (unit tests, no
-# Docker) and then the integration module (against Redis in containers).
+# Runs the whole test suite with -race: the library module and the metrics
+# adapters' modules (unit tests, no Docker), then the integration module
+# (against Redis in containers).
 # Prints each test's result, its log lines and any failure in full, but not
 # the "=== RUN" chatter nor passing subtests; the complete output is kept in
-# test-output.log. Extra arguments go to both go test runs. Ends with one
-# count over both modules and exits non-zero if either failed.
+# test-output.log. Extra arguments go to every go test run. Ends with one
+# count over all modules and exits non-zero if any failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,7 +17,7 @@ export TESTCONTAINERS_HOST_OVERRIDE="${TESTCONTAINERS_HOST_OVERRIDE:-127.0.0.1}"
 log="$(pwd)/test-output.log"
 : >"$log"
 status=0
-for module in . integration; do
+for module in . prometheus otel integration; do
 	printf '\n--- module %s\n' "$module" | tee -a "$log"
 	set +e
 	(cd "$module" && go test -race -count=1 -timeout 30m -v "$@" ./...) 2>&1 | tee -a "$log" |
