@@ -130,8 +130,8 @@ func intervals(samples []sample) []interval {
 const (
 	width, height       = 1000, 560
 	left, right         = 80, 20
-	top, bottom         = 56, 44
-	gap                 = 44
+	top, bottom         = 66, 44
+	gap                 = 36
 	panelH              = (height - top - bottom - gap) / 2
 	labelScale          = 1
 	titleScale          = 2
@@ -172,8 +172,8 @@ func render(ivs []interval) *image.RGBA {
 		{title: "acquisitions per second", unit: 1, value: func(iv interval) float64 { return iv.rate }, color: acquireC, y0: top},
 		{title: "mean wait of the lock calls that ended (ms)", unit: 1000, value: func(iv interval) float64 { return iv.meanWait }, color: waitC, y0: top + panelH + gap},
 	}
-	for _, p := range panels {
-		drawSteps(img, ivs, x, p.y0)
+	for i, p := range panels {
+		drawSteps(img, ivs, x, p.y0, i == 0)
 	}
 	for _, p := range panels {
 		drawPanel(img, ivs, x, p)
@@ -191,9 +191,12 @@ func render(ivs []interval) *image.RGBA {
 	return img
 }
 
-// drawSteps shades each demo step's span and names it above the panel at y0.
-func drawSteps(img *image.RGBA, ivs []interval, x func(float64) int, y0 int) {
+// drawSteps shades each demo step's span in the panel at y0 and, with
+// named, names it above the panel: on the first of two rows where the name
+// does not run into the one before it (a name may run past a short step).
+func drawSteps(img *image.RGBA, ivs []interval, x func(float64) int, y0 int, named bool) {
 	start, n := 0, 0
+	var rowEnd [2]int
 	for i := 1; i <= len(ivs); i++ {
 		if i < len(ivs) && ivs[i].step == ivs[start].step {
 			continue
@@ -204,8 +207,12 @@ func drawSteps(img *image.RGBA, ivs []interval, x func(float64) int, y0 int) {
 		}
 		x0, x1 := x(ivs[start].from), x(ivs[i-1].to)
 		fill(img, x0, y0, x1-x0, panelH, band)
-		if name := ivs[start].step; textWidth(name, labelScale) < x1-x0 {
-			drawText(img, x0+2, y0-glyphH-stepLabelOffset, name, labelScale, ink)
+		for row := range rowEnd {
+			if name := ivs[start].step; named && x0+2 >= rowEnd[row]+advance {
+				drawText(img, x0+2, y0-(row+1)*(glyphH+stepLabelOffset+2), name, labelScale, ink)
+				rowEnd[row] = x0 + 2 + textWidth(name, labelScale)
+				break
+			}
 		}
 		start, n = i, n+1
 	}
