@@ -38,10 +38,11 @@ type Observer struct {
 	// Attempt is called after each acquire attempt of a Lock or TryLock:
 	// one quorum round over the nodes, or a probe of the tie-breaker node.
 	Attempt func(ctx context.Context, e AttemptInfo)
-	// SleepStart and SleepDone bracket each time a blocking Lock sleeps
-	// between attempts, waiting for the holder's release or its lease.
+	// SleepStart is called each time a blocking Lock goes to sleep between
+	// attempts, waiting for the holder's release or its lease.
 	SleepStart func(ctx context.Context, e SleepStartInfo)
-	SleepDone  func(ctx context.Context, e SleepDoneInfo)
+	// SleepDone is called when that sleep ends.
+	SleepDone func(ctx context.Context, e SleepDoneInfo)
 
 	// UnlockStart is called when Unlock begins; Release receives the context
 	// it returns.
@@ -52,10 +53,11 @@ type Observer struct {
 	// the Client's own, without the caller's values).
 	Release func(ctx context.Context, e ReleaseInfo)
 
-	// DoStart and DoDone bracket Client.Do. The context DoStart returns is
+	// DoStart is called when Client.Do begins. The context it returns is
 	// the one Do's Lock, fn and Unlock run on.
 	DoStart func(ctx context.Context, e DoStartInfo) context.Context
-	DoDone  func(ctx context.Context, e DoDoneInfo)
+	// DoDone is called when Do returns, after its Unlock.
+	DoDone func(ctx context.Context, e DoDoneInfo)
 
 	// Hold is called when a handle starts holding a lock (a first
 	// acquisition) and when it stops (its last Unlock, a hold context that

@@ -3,6 +3,7 @@ package pubsub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -110,6 +111,17 @@ func TestBrokerConnectionChangeWakesEveryone(t *testing.T) {
 	}
 	if s := b.Stats(); s.Disconnects != 1 || s.Reconnects != 1 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestBrokerReportsConnectionChanges(t *testing.T) {
+	var got []string
+	b := NewBroker(nil, Options{OnConnection: func(node int, up bool) { got = append(got, fmt.Sprint(node, up)) }})
+	t.Cleanup(b.Close)
+	b.connectionChanged(2, true)
+	b.connectionChanged(2, false)
+	if want := []string{"2 false", "2 true"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("OnConnection calls %q; want %q (lost, then back up)", got, want)
 	}
 }
 
