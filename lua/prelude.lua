@@ -12,6 +12,17 @@ local function lockKind(key)
   return kind
 end
 
+-- foreign stops the script with a WRONGTYPE error naming the type found at
+-- key: data someone else stored there, which relock never changes. what,
+-- when given, names the key's role, as numberAt does.
+local function foreign(key, what)
+  local msg = 'WRONGTYPE ' .. redis.call('TYPE', key)['ok']
+  if what then
+    msg = msg .. ' ' .. what
+  end
+  error(redis.error_reply(msg))
+end
+
 -- numberAt returns the number stored as a string at key (0 when the key
 -- does not exist). Anything else there (another type, or a string that is
 -- not a number) is foreign data: the script stops, before it has changed
@@ -21,7 +32,7 @@ local function numberAt(key, what)
   local ok, value = pcall(redis.call, 'GET', key)
   local number = ok and tonumber(value or '0')
   if not number then
-    error(redis.error_reply('WRONGTYPE ' .. redis.call('TYPE', key)['ok'] .. ' ' .. what))
+    foreign(key, what)
   end
   return number
 end
@@ -29,12 +40,6 @@ end
 -- fenceCounter returns a lock's fencing counter (0 when never raised).
 local function fenceCounter(key)
   return numberAt(key, 'fence')
-end
-
--- foreign stops the script with a WRONGTYPE error naming the type found at
--- key: data someone else stored there, which relock never changes.
-local function foreign(key)
-  error(redis.error_reply('WRONGTYPE ' .. redis.call('TYPE', key)['ok']))
 end
 
 -- hashSize returns the number of fields of the lock hash (0 when the key
@@ -77,13 +82,33 @@ end
 -- for at least ttl ms. It never lowers the number nor shortens the life of
 -- an existing tombstone: a release arriving late must not reopen the door
 -- that a newer one closed, nor cut short the cover an earlier hold with a
--- longer lease still needs. The key always gets a TTL. Usually there is no
--- tombstone yet, and one SET NX does it all.
+-- longer lease still needs. The key always gets a TTL.
+--
+-- Two commands, whether a tombstone is there or not (an owner that locks
+-- again and again always finds its last one): PTTL, then one SET ... GET
+-- that writes the number with the longer TTL and returns the old number.
+-- SET ... GET refuses a key of another type before changing it. Only a
+-- straggler, a release older than the one that wrote the tombstone, finds
+-- a higher number there, and puts it back with a third SET.
 local function bury(tomb, seq, ttl)
-  if redis.call('SET', tomb, seq, 'PX', ttl, 'NX') then
-    return
-  end
-  local last = buried(tomb)
   local left = redis.call('PTTL', tomb)
-  redis.call('SET', tomb, math.max(last, seq), 'PX', math.max(left, ttl))
+  local keep = math.max(left, ttl)
+  local ok, old = pcall(redis.call, 'SET', tomb, seq, 'PX', keep, 'GET')
+  if not ok then
+    foreign(tomb, 'tombstone') -- another type: nothing was written
+  end
+  local last = tonumber(old or '0')
+  if not last then
+    -- A string that is not a number is someone else's data: put it back
+    -- as it was, TTL included, and stop.
+    if left >= 0 then
+      redis.call('SET', tomb, old, 'PX', left)
+    else
+      redis.call('SET', tomb, old)
+    end
+    error(redis.error_reply('WRONGTYPE string tombstone'))
+  end
+  if last > seq then
+    redis.call('SET', tomb, last, 'PX', keep)
+  end
 end
