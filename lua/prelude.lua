@@ -112,3 +112,75 @@ local function bury(tomb, seq, ttl)
     redis.call('SET', tomb, last, 'PX', keep)
   end
 end
+
+-- The wait queue. A lock's queue is a sorted set beside it (same hash tag)
+-- on the node that breaks the lock's ties: the owners waiting for the lock,
+-- each scored by the ticket it drew when it began to wait. A release there
+-- takes the lowest ticket out and names that owner in its message, so one
+-- waiter across all processes retries, not one per process (see the lock
+-- package's contend.go). The queue is only a hint of who goes next: the
+-- quorum alone decides who holds the lock, and every waiter still retries
+-- by itself when the holder's lease runs out.
+
+-- enqueue puts a waiting owner (ticket > 0) that found the lock held into
+-- the queue, keeping the ticket it may already have there. The queue lives
+-- as long as the holder's lease (ttl ms, as PTTL gave it) and one lease of
+-- the waiter (lease ms) more: a waiter still waiting by then retries, and
+-- joins again. Another type at the queue's key is foreign data.
+local function enqueue(queue, owner, ticket, ttl, lease)
+  if ticket <= 0 then
+    return
+  end
+  local ok = pcall(redis.call, 'ZADD', queue, 'NX', ticket, owner)
+  if not ok then
+    foreign(queue, 'queue')
+  end
+  redis.call('PEXPIRE', queue, math.max(ttl, 0) + lease)
+end
+
+-- dequeue takes a waiting owner (ticket > 0) that has taken the lock out of
+-- the queue, if a release has not already.
+local function dequeue(queue, owner, ticket)
+  if ticket > 0 then
+    pcall(redis.call, 'ZREM', queue, owner)
+  end
+end
+
+-- queueHead returns, for a release announced with mode 'q', the first two
+-- owners of the queue (the one the lock goes to and the one after it), or
+-- an empty list; nothing for another mode. Another type at the queue's key
+-- is foreign data.
+local function queueHead(queue, mode)
+  if mode ~= 'q' then
+    return {}
+  end
+  local ok, head = pcall(redis.call, 'ZRANGE', queue, 0, 1)
+  if not ok then
+    foreign(queue, 'queue')
+  end
+  return head
+end
+
+-- announce publishes a release that freed the lock on channel, as mode
+-- says. The message formats, which pubsub parses:
+--   ''  'ID'               a copy for any waiter: every node publishes one
+--   'q' 'ID TARGET NEXT'   the lock goes to TARGET, the queue's head, taken
+--                          out of the queue here; NEXT is the owner after it
+--                          ('' when none), who retries if TARGET does not
+--                          take the lock soon. An empty queue gives
+--                          'ID  ': any waiter, at once.
+--   'k' 'ID k'             for keepers only: waiters holding part of the
+--                          lock that wait for the others to give theirs back
+local function announce(channel, id, mode, queue, head)
+  if mode == 'k' then
+    redis.call('PUBLISH', channel, id .. ' k')
+  elseif mode == 'q' then
+    local target, after = head[1] or '', head[2] or ''
+    if target ~= '' then
+      redis.call('ZREM', queue, target)
+    end
+    redis.call('PUBLISH', channel, id .. ' ' .. target .. ' ' .. after)
+  else
+    redis.call('PUBLISH', channel, id)
+  end
+end
