@@ -87,6 +87,7 @@ func New(opts Options) (*Client, error) {
 		SubscribeTimeout: opts.NodeTimeout,
 		Quorum:           quorum(len(opts.Nodes)),
 		Grace:            opts.NodeTimeout, // by then every live node has published
+		HandOffWatch:     opts.RetryDelay,
 		Logger:           opts.Logger,
 		OnConnection:     c.pubsubHook(),
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/relock-go/relock/internal/abtest"
@@ -35,6 +36,22 @@ import (
 //     across all processes, only the one that wins the tie-breaker contacts
 //     the other nodes.
 //
+//  4. Who wakes. The tie-breaker also keeps the lock's wait queue
+//     (reentrant.Key.Queue): a blocking Lock whose attempt found another
+//     owner holding the tie-breaker joins it, with a ticket drawn once per
+//     Lock call (its wall-clock time), from its second attempt on, so an
+//     uncontended Lock never touches the queue. A release that frees the
+//     lock on the tie-breaker takes the lowest ticket out of the queue and
+//     names that owner in its message (a hand-off), with the owner after
+//     it: across all processes exactly one waiter wakes, and it goes
+//     straight to every node, with no probe and no race. The other nodes'
+//     releases wake only keepers (2), who wait for exactly those. If the
+//     hand-off's target does not take the lock (it died, or gave up), the
+//     next in line wakes by itself shortly after (Options.RetryDelay) and
+//     probes, and a target that gave up leaves the queue at once. When
+//     the tie-breaker's release fails, Unlock announces the release on the
+//     nodes that did free the lock, for any waiter, as before the queue.
+//
 // Safety is the quorum rule's alone: a kept partial hold is a partial hold
 // like any other, held under its lease, and a contender that gives up (ctx
 // ended, Close) undoes everything it kept. The tie-breaker only decides who
@@ -43,6 +60,54 @@ import (
 // processes that disagree on the node order cannot block each other for
 // longer). A tie-breaker that is down or does not answer makes everyone
 // fall back to 1: plain Redlock attempts, which still win, less cheaply.
+
+// wakeOn is how a release of key that frees the lock on node announces it:
+// a hand-off from the tie-breaker, a copy for keepers from the others (see
+// 4 above), or, with the contention rules off, a copy for any waiter.
+func (c *Client) wakeOn(node int, key reentrant.Key) reentrant.Wake {
+	switch {
+	case c.splitVotes:
+		return reentrant.WakeAny
+	case node == c.tieBreaker(key):
+		return reentrant.WakeQueue
+	}
+	return reentrant.WakeKeepers
+}
+
+// wakeAt is wakeOn for the node n.
+func (c *Client) wakeAt(n *reentrant.Node, key reentrant.Key) reentrant.Wake {
+	return c.wakeOn(slices.Index(c.nodes, n), key)
+}
+
+// announceIfTieFailed announces a full release on the nodes it freed, for
+// any waiter, when the tie-breaker did not free it too (it was down, slow,
+// or had lost the hold): no hand-off went out, and the waiters must not
+// sleep out the lease. The announcement goes in the background, as one
+// message per node that pubsub counts once (a hand-off to no one in
+// particular).
+func (c *Client) announceIfTieFailed(op reentrant.Op, replies []reply[reentrant.ReleaseResult]) {
+	tie := c.tieBreaker(op.Key)
+	if c.splitVotes || replies[tie].err == nil && replies[tie].value == reentrant.Released {
+		return
+	}
+	var freed []int
+	for _, r := range replies {
+		if r.err == nil && r.value == reentrant.Released {
+			freed = append(freed, r.node)
+		}
+	}
+	if len(freed) == 0 {
+		return
+	}
+	payload := releaseID(op) + "  "
+	c.inBackground(func(life context.Context) {
+		for _, i := range freed {
+			ctx, cancel := context.WithTimeout(life, c.callTimeout(i))
+			_ = c.nodes[i].Client().Publish(ctx, op.Key.Channel, payload).Err()
+			cancel()
+		}
+	})
+}
 
 // tieBreaker returns the index of key's tie-breaker node.
 func (c *Client) tieBreaker(key reentrant.Key) int {
@@ -68,6 +133,13 @@ type contender struct {
 	keepUntil time.Time
 	keeps     int // failed attempts kept in a row
 
+	// queue: this Lock call waits in the lock's queue on the tie-breaker
+	// (see 4 above); ticket is its place there, drawn at its first failed
+	// attempt (0 before). The tie-breaker rules need several nodes, the
+	// queue does not.
+	queue  bool
+	ticket int64
+
 	// recheck: the last probe met a holder on the tie-breaker just after a
 	// release woke this waiter. That release may still be on its way to
 	// the tie-breaker (its copies from the other nodes woke the waiter), so
@@ -78,6 +150,7 @@ type contender struct {
 func newContender(c *Client, key reentrant.Key, wait bool) *contender {
 	return &contender{
 		enabled: wait && len(c.nodes) > 1 && !c.splitVotes,
+		queue:   wait && !c.splitVotes,
 		tie:     c.tieBreaker(key),
 	}
 }
@@ -96,6 +169,9 @@ func (k *contender) target() int {
 // retry at once rather than sleep (a probe that won the tie-breaker). woken
 // says a release's wake led to the attempt.
 func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Duration, woken bool) (retryNow bool) {
+	if k.queue && k.ticket == 0 {
+		k.ticket = time.Now().UnixMicro() // the next attempts join the queue if need be
+	}
 	tie := tieReply(a, k.tie)
 	won := tie.err == nil && tie.value.Acquired
 	now := time.Now()
@@ -150,6 +226,34 @@ func (k *contender) abandon(c *Client) {
 	c.releaseOn(undoOf(k.kept), c.allNodes(), k.keptTry.deadline)
 	c.undo(k.kept, k.keptTry, false)
 	k.keeping = false
+}
+
+// handedOff is told that the last wake was a hand-off naming this waiter:
+// the lock was freed for it, so the next attempt goes to every node.
+func (k *contender) handedOff() { k.probe, k.recheck = false, false }
+
+// queueNode is the node whose acquire carries the waiter's ticket, or -1
+// when it has none.
+func (k *contender) queueNode() int {
+	if k.ticket == 0 {
+		return -1
+	}
+	return k.tie
+}
+
+// leaveQueue takes a Lock call that ends without the lock out of the queue,
+// in the background, so that no release hands the lock to it. A Dequeue
+// that fails costs the next waiter one hand-off watch.
+func (k *contender) leaveQueue(c *Client, key reentrant.Key, owner string) {
+	if k.ticket == 0 {
+		return
+	}
+	k.ticket = 0
+	c.inBackground(func(life context.Context) {
+		ctx, cancel := context.WithTimeout(life, c.callTimeout(k.tie))
+		defer cancel()
+		_ = c.nodes[k.tie].Dequeue(ctx, key, owner)
+	})
 }
 
 // tieReply is the tie-breaker's answer within a.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -172,12 +173,18 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		k        = newContender(m.c, m.key, wait)
 	)
 	defer k.abandon(m.c) // nothing kept once the lock is won
+	won := false
+	defer func() {
+		if !won {
+			k.leaveQueue(m.c, m.key, m.owner)
+		}
+	}()
 	for {
 		if m.c.isClosing() {
 			w.giveUp(attempt{})
 			return false, ErrClosed
 		}
-		ok, a, err := m.attempt(ctx, lease, renewed, k, w.woken, &call)
+		ok, a, err := m.attempt(ctx, lease, renewed, k, w.woken && w.why == pubsub.WokenOther, &call)
 		var qe *QuorumError
 		switch {
 		case ok && m.c.isClosing():
@@ -187,6 +194,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 			_ = m.release(m.c.life, false)
 			return false, ErrClosed
 		case ok:
+			won = true // the acquire took it out of the queue
 			w.close(true)
 			return true, nil
 		case errors.As(err, &qe) && m.c.hopeless(qe):
@@ -211,6 +219,9 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		if werr := w.wait(ctx, m, k.sleep(a, m.c.opts.RetryDelay), k.keeping); werr != nil {
 			w.close(false) // it slept: it consumed no wake
 			return false, errors.Join(werr, lastFail)
+		}
+		if w.why == pubsub.WokenHandOff {
+			k.handedOff()
 		}
 	}
 }
@@ -241,11 +252,12 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, 
 	op.Fence = m.fencing != 0 && !reentry
 	m.mu.Unlock()
 
-	only := -1
+	only, queueAt := -1, -1
 	if !reentry {
-		only = k.target()
+		only, queueAt = k.target(), k.queueNode()
+		op.Ticket = k.ticket
 	}
-	a := m.c.acquire(ctx, op, only)
+	a := m.c.acquire(ctx, op, only, queueAt)
 	m.c.attempted(ctx, m, op, only, a, call)
 	switch {
 	case a.acquired:

@@ -81,6 +81,8 @@ func (m *Mutex) release(ctx context.Context, all bool) (err error) {
 
 	start := time.Now()
 	replies := fanOutFor(m.c, ctx, kindRelease, op.Lease, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
+		op := op
+		op.Wake = m.c.wakeAt(n, op.Key)
 		return n.Release(ctx, op, releaseID(op))
 	})
 	elapsed := time.Since(start)
@@ -98,6 +100,9 @@ func (m *Mutex) release(ctx context.Context, all bool) (err error) {
 	}
 	m.c.releaseOn(op, retry, deadline)
 	t.reached, t.agreed = agreed+notHeld, agreed
+	if target == 0 {
+		m.c.announceIfTieFailed(op, replies)
+	}
 
 	switch {
 	case agreed >= m.c.quorum:

@@ -11,6 +11,7 @@ const (
 	DefaultDedupWindow         = time.Second
 	DefaultHealthCheckInterval = 3 * time.Second
 	DefaultGrace               = 50 * time.Millisecond
+	DefaultHandOffWatch        = 20 * time.Millisecond
 )
 
 // Options configures a Broker. The zero value is ready to use.
@@ -48,6 +49,12 @@ type Options struct {
 	// DefaultGrace.
 	Grace time.Duration
 
+	// HandOffWatch is how long after a hand-off (see message.go) the waiter
+	// queued after its target is woken, unless it was woken in between: a
+	// target that died or gave up has taken the lock's wake with it. Zero or
+	// negative means DefaultHandOffWatch.
+	HandOffWatch time.Duration
+
 	// Logger receives connection events (lost, restored, failed commands).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -62,6 +69,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.SubscribeTimeout <= 0 {
 		o.SubscribeTimeout = DefaultSubscribeTimeout
+	}
+	if o.HandOffWatch <= 0 {
+		o.HandOffWatch = DefaultHandOffWatch
 	}
 	if o.DedupWindow <= 0 {
 		o.DedupWindow = DefaultDedupWindow
