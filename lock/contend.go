@@ -66,7 +66,7 @@ import (
 // 4 above), or, with the contention rules off, a copy for any waiter.
 func (c *Client) wakeOn(node int, key reentrant.Key) reentrant.Wake {
 	switch {
-	case c.splitVotes:
+	case c.splitVotes || c.noQueue:
 		return reentrant.WakeAny
 	case node == c.tieBreaker(key):
 		return reentrant.WakeQueue
@@ -87,7 +87,7 @@ func (c *Client) wakeAt(n *reentrant.Node, key reentrant.Key) reentrant.Wake {
 // particular).
 func (c *Client) announceIfTieFailed(op reentrant.Op, replies []reply[reentrant.ReleaseResult]) {
 	tie := c.tieBreaker(op.Key)
-	if c.splitVotes || replies[tie].err == nil && replies[tie].value == reentrant.Released {
+	if c.splitVotes || c.noQueue || replies[tie].err == nil && replies[tie].value == reentrant.Released {
 		return
 	}
 	var freed []int
@@ -150,7 +150,7 @@ type contender struct {
 func newContender(c *Client, key reentrant.Key, wait bool) *contender {
 	return &contender{
 		enabled: wait && len(c.nodes) > 1 && !c.splitVotes,
-		queue:   wait && !c.splitVotes,
+		queue:   wait && !c.splitVotes && !c.noQueue,
 		tie:     c.tieBreaker(key),
 	}
 }
@@ -269,5 +269,7 @@ func ctxAlive(a attempt) bool {
 	return a.sent && !errors.Is(a.err, context.Canceled) && !errors.Is(a.err, context.DeadlineExceeded)
 }
 
-// splitVotesAtNew reads the A/B switch when a Client is made.
+// splitVotesAtNew and noQueueAtNew read the A/B switches when a Client is
+// made.
 func splitVotesAtNew() bool { return abtest.SplitVotes.Load() }
+func noQueueAtNew() bool    { return abtest.NoQueue.Load() }
