@@ -293,3 +293,42 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 		5*time.Second, 5*time.Millisecond, "the waiter that gave up leaves the queue")
 	require.NoError(t, holder.Unlock(ctx))
 }
+
+// TestWaiterCutOffFromTheTieBreakerIsWoken: a waiter whose Client cannot
+// reach the lock's tie-breaker is not in the queue, so no hand-off names
+// it; the other nodes' releases wake it instead (as they wake keepers), and
+// it takes the lock on them, instead of sleeping out the holder's lease.
+func TestWaiterCutOffFromTheTieBreakerIsWoken(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "cut-off-waiter"
+	tie := tieBreakerOf(t, name, 3)
+	holder := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	require.NoError(t, holder.Lock(ctx)) // 30 s lease, renewed
+
+	links, err := c.NewLinks()
+	require.NoError(t, err)
+	require.NoError(t, links[tie].Partition())
+	waiterClient := newLockClientOver(t, linkClients(links[:3]), lock.Options{NodeTimeout: 200 * time.Millisecond})
+	waiter := waiterClient.NewMutex(name)
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := waiter.Lock(ctx); err != nil {
+			t.Errorf("waiter: %v", err)
+			return
+		}
+		got <- time.Now()
+	}()
+	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	select {
+	case at := <-got:
+		t.Logf("the cut-off waiter got the lock %v after the release", at.Sub(released))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter cut off from the tie-breaker slept on after the release")
+	}
+	require.NoError(t, waiter.Unlock(ctx))
+	require.NoError(t, links[tie].Heal())
+}

@@ -139,6 +139,10 @@ type contender struct {
 	// queue does not.
 	queue  bool
 	ticket int64
+	// tieLost: the last attempt got no answer from the tie-breaker, so no
+	// hand-off will name this waiter; it is woken by the other nodes'
+	// releases instead, as keepers are.
+	tieLost bool
 
 	// recheck: the last probe met a holder on the tie-breaker just after a
 	// release woke this waiter. That release may still be on its way to
@@ -173,6 +177,7 @@ func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Dur
 		k.ticket = time.Now().UnixMicro() // the next attempts join the queue if need be
 	}
 	tie := tieReply(a, k.tie)
+	k.tieLost = k.queue && tie.err != nil && !errors.Is(tie.err, errNotAsked)
 	won := tie.err == nil && tie.value.Acquired
 	now := time.Now()
 	if k.enabled && won && ctxAlive(a) {
@@ -227,6 +232,11 @@ func (k *contender) abandon(c *Client) {
 	c.undo(k.kept, k.keptTry, false)
 	k.keeping = false
 }
+
+// first reports whether the waiter is woken by releases meant for keepers
+// (pubsub's SetFirst): it keeps part of the lock, or the tie-breaker did not
+// answer its last attempt, so no hand-off will reach it.
+func (k *contender) first() bool { return k.keeping || k.tieLost }
 
 // handedOff is told that the last wake was a hand-off naming this waiter:
 // the lock was freed for it, so the next attempt goes to every node.

@@ -214,7 +214,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		if a.retryNow {
 			continue
 		}
-		if werr := w.wait(ctx, m, k.sleep(a, m.c.opts.RetryDelay), k.keeping); werr != nil {
+		if werr := w.wait(ctx, m, k.sleep(a, m.c.opts.RetryDelay), k.first()); werr != nil {
 			w.close(false) // it slept: it consumed no wake
 			return false, errors.Join(werr, lastFail)
 		}
