@@ -4,6 +4,8 @@ import (
 	"context"
 	"hash/fnv"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -331,4 +333,59 @@ func TestWaiterCutOffFromTheTieBreakerIsWoken(t *testing.T) {
 	}
 	require.NoError(t, waiter.Unlock(ctx))
 	require.NoError(t, links[tie].Heal())
+}
+
+// scriptCalls is how many scripts node i has run (EVALSHA and EVAL).
+func scriptCalls(t *testing.T, i int) int64 {
+	info, err := cluster.Nodes[i].Direct().Info(t.Context(), "commandstats").Result()
+	require.NoError(t, err)
+	var total int64
+	for line := range strings.SplitSeq(info, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				require.NoError(t, err)
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// TestHandleThatMetContentionProbesFirst: a handle whose last Lock waited
+// for another holder begins its next Lock with a probe of the tie-breaker
+// (which also puts it in the queue), not with a script on every node: the
+// other nodes run none of its scripts while the lock stays held.
+func TestHandleThatMetContentionProbesFirst(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "probe-first"
+	tie := tieBreakerOf(t, name, 3)
+	others := []int{(tie + 1) % 3, (tie + 2) % 3}
+	a := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	bClient := newLockClient(t, 3, lock.Options{})
+	b := bClient.NewMutex(name)
+
+	// b waits once for a, so b has met contention.
+	require.NoError(t, a.Lock(ctx))
+	bGot := make(chan error, 1)
+	go func() { bGot <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return bClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, <-bGot)
+	require.NoError(t, b.Unlock(ctx))
+
+	// a holds again; b's next Lock waits, and asks only the tie-breaker.
+	require.NoError(t, a.Lock(ctx))
+	before := []int64{scriptCalls(t, others[0]), scriptCalls(t, others[1])}
+	go func() { bGot <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return slices.Contains(queueOn(t, tie, name), b.Owner()) },
+		10*time.Second, time.Millisecond, "b waits in the queue")
+	require.Eventually(t, func() bool { return bClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+	after := []int64{scriptCalls(t, others[0]), scriptCalls(t, others[1])}
+	require.Equal(t, before, after, "the nodes other than the tie-breaker ran no script while b began to wait")
+
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, <-bGot)
+	require.NoError(t, b.Unlock(ctx))
 }

@@ -22,7 +22,8 @@ import (
 // lists the same nodes in the same order (Options.Nodes says so).
 //
 //  1. A first attempt (a Lock call's first try, or any TryLock) goes to
-//     every node, as in Redlock. Uncontended, nothing else happens.
+//     every node, as in Redlock, unless the handle met contention lately
+//     (see 3). Uncontended, nothing else happens.
 //  2. A failed attempt that took the tie-breaker keeps what it took instead
 //     of undoing it, and retries when woken (its process wakes it before
 //     its other waiters). Only one owner can hold the tie-breaker at a time,
@@ -36,6 +37,12 @@ import (
 //     across all processes, only the one that wins the tie-breaker contacts
 //     the other nodes.
 //
+//     A Lock of a handle whose Lock met another holder within the last
+//     lease expects contention: its first attempt is already a probe, and
+//     already carries its ticket (see 4). Where a released lock is taken
+//     again at once by its last holder while its waiter wakes, the two
+//     would otherwise split the nodes; the probe gives the waiter, who
+//     goes straight to every node, a round trip's head start.
 //  4. Who wakes. The tie-breaker also keeps the lock's wait queue
 //     (reentrant.Key.Queue): a blocking Lock whose attempt found another
 //     owner holding the tie-breaker joins it, with a ticket drawn once per
@@ -237,6 +244,16 @@ func (k *contender) abandon(c *Client) {
 // (pubsub's SetFirst): it keeps part of the lock, or the tie-breaker did not
 // answer its last attempt, so no hand-off will reach it.
 func (k *contender) first() bool { return k.keeping || k.tieLost }
+
+// expectContention makes the first attempt a probe of the tie-breaker that
+// already joins the queue (see 3 and 4): the handle met another holder
+// lately.
+func (k *contender) expectContention() {
+	k.probe = k.enabled
+	if k.queue {
+		k.ticket = time.Now().UnixMicro()
+	}
+}
 
 // handedOff is told that the last wake was a hand-off naming this waiter:
 // the lock was freed for it, so the next attempt goes to every node.
