@@ -4,6 +4,8 @@ import (
 	"context"
 	"hash/fnv"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -281,14 +283,109 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	tie := tieBreakerOf(t, name, 3)
 
 	waiter := newLockClient(t, 3, lock.Options{}).NewMutex(name)
-	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- waiter.Lock(wctx) }()
 	require.Eventually(t, func() bool { return slices.Contains(queueOn(t, tie, name), waiter.Owner()) },
-		5*time.Second, time.Millisecond, "the waiter joins the queue")
-	require.ErrorIs(t, <-done, context.DeadlineExceeded)
+		10*time.Second, time.Millisecond, "the waiter joins the queue")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
 	require.Eventually(t, func() bool { return !slices.Contains(queueOn(t, tie, name), waiter.Owner()) },
 		5*time.Second, 5*time.Millisecond, "the waiter that gave up leaves the queue")
 	require.NoError(t, holder.Unlock(ctx))
+}
+
+// TestWaiterCutOffFromTheTieBreakerIsWoken: a waiter whose Client cannot
+// reach the lock's tie-breaker is not in the queue, so no hand-off names
+// it; the other nodes' releases wake it instead (as they wake keepers), and
+// it takes the lock on them, instead of sleeping out the holder's lease.
+func TestWaiterCutOffFromTheTieBreakerIsWoken(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "cut-off-waiter"
+	tie := tieBreakerOf(t, name, 3)
+	holder := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	require.NoError(t, holder.Lock(ctx)) // 30 s lease, renewed
+
+	links, err := c.NewLinks()
+	require.NoError(t, err)
+	require.NoError(t, links[tie].Partition())
+	waiterClient := newLockClientOver(t, linkClients(links[:3]), lock.Options{NodeTimeout: 200 * time.Millisecond})
+	waiter := waiterClient.NewMutex(name)
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := waiter.Lock(ctx); err != nil {
+			t.Errorf("waiter: %v", err)
+			return
+		}
+		got <- time.Now()
+	}()
+	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	select {
+	case at := <-got:
+		t.Logf("the cut-off waiter got the lock %v after the release", at.Sub(released))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter cut off from the tie-breaker slept on after the release")
+	}
+	require.NoError(t, waiter.Unlock(ctx))
+	require.NoError(t, links[tie].Heal())
+}
+
+// scriptCalls is how many scripts node i has run (EVALSHA and EVAL).
+func scriptCalls(t *testing.T, i int) int64 {
+	info, err := cluster.Nodes[i].Direct().Info(t.Context(), "commandstats").Result()
+	require.NoError(t, err)
+	var total int64
+	for line := range strings.SplitSeq(info, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				require.NoError(t, err)
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// TestHandleThatMetContentionProbesFirst: a handle whose last Lock waited
+// for another holder begins its next Lock with a probe of the tie-breaker
+// (which also puts it in the queue), not with a script on every node: the
+// other nodes run none of its scripts while the lock stays held.
+func TestHandleThatMetContentionProbesFirst(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "probe-first"
+	tie := tieBreakerOf(t, name, 3)
+	others := []int{(tie + 1) % 3, (tie + 2) % 3}
+	a := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	bClient := newLockClient(t, 3, lock.Options{})
+	b := bClient.NewMutex(name)
+
+	// b waits once for a, so b has met contention.
+	require.NoError(t, a.Lock(ctx))
+	bGot := make(chan error, 1)
+	go func() { bGot <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return bClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, <-bGot)
+	require.NoError(t, b.Unlock(ctx))
+
+	// a holds again; b's next Lock waits, and asks only the tie-breaker.
+	require.NoError(t, a.Lock(ctx))
+	before := []int64{scriptCalls(t, others[0]), scriptCalls(t, others[1])}
+	go func() { bGot <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return slices.Contains(queueOn(t, tie, name), b.Owner()) },
+		10*time.Second, time.Millisecond, "b waits in the queue")
+	require.Eventually(t, func() bool { return bClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+	after := []int64{scriptCalls(t, others[0]), scriptCalls(t, others[1])}
+	require.Equal(t, before, after, "the nodes other than the tie-breaker ran no script while b began to wait")
+
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, <-bGot)
+	require.NoError(t, b.Unlock(ctx))
 }

@@ -22,7 +22,8 @@ import (
 // lists the same nodes in the same order (Options.Nodes says so).
 //
 //  1. A first attempt (a Lock call's first try, or any TryLock) goes to
-//     every node, as in Redlock. Uncontended, nothing else happens.
+//     every node, as in Redlock, unless the handle met contention lately
+//     (see 3). Uncontended, nothing else happens.
 //  2. A failed attempt that took the tie-breaker keeps what it took instead
 //     of undoing it, and retries when woken (its process wakes it before
 //     its other waiters). Only one owner can hold the tie-breaker at a time,
@@ -36,6 +37,12 @@ import (
 //     across all processes, only the one that wins the tie-breaker contacts
 //     the other nodes.
 //
+//     A Lock of a handle whose Lock met another holder within the last
+//     lease expects contention: its first attempt is already a probe, and
+//     already carries its ticket (see 4). Where a released lock is taken
+//     again at once by its last holder while its waiter wakes, the two
+//     would otherwise split the nodes; the probe gives the waiter, who
+//     goes straight to every node, a round trip's head start.
 //  4. Who wakes. The tie-breaker also keeps the lock's wait queue
 //     (reentrant.Key.Queue): a blocking Lock whose attempt found another
 //     owner holding the tie-breaker joins it, with a ticket drawn once per
@@ -66,7 +73,7 @@ import (
 // 4 above), or, with the contention rules off, a copy for any waiter.
 func (c *Client) wakeOn(node int, key reentrant.Key) reentrant.Wake {
 	switch {
-	case c.splitVotes:
+	case c.splitVotes || c.noQueue:
 		return reentrant.WakeAny
 	case node == c.tieBreaker(key):
 		return reentrant.WakeQueue
@@ -87,7 +94,7 @@ func (c *Client) wakeAt(n *reentrant.Node, key reentrant.Key) reentrant.Wake {
 // particular).
 func (c *Client) announceIfTieFailed(op reentrant.Op, replies []reply[reentrant.ReleaseResult]) {
 	tie := c.tieBreaker(op.Key)
-	if c.splitVotes || replies[tie].err == nil && replies[tie].value == reentrant.Released {
+	if c.splitVotes || c.noQueue || replies[tie].err == nil && replies[tie].value == reentrant.Released {
 		return
 	}
 	var freed []int
@@ -139,6 +146,10 @@ type contender struct {
 	// queue does not.
 	queue  bool
 	ticket int64
+	// tieLost: the last attempt got no answer from the tie-breaker, so no
+	// hand-off will name this waiter; it is woken by the other nodes'
+	// releases instead, as keepers are.
+	tieLost bool
 
 	// recheck: the last probe met a holder on the tie-breaker just after a
 	// release woke this waiter. That release may still be on its way to
@@ -150,7 +161,7 @@ type contender struct {
 func newContender(c *Client, key reentrant.Key, wait bool) *contender {
 	return &contender{
 		enabled: wait && len(c.nodes) > 1 && !c.splitVotes,
-		queue:   wait && !c.splitVotes,
+		queue:   wait && !c.splitVotes && !c.noQueue,
 		tie:     c.tieBreaker(key),
 	}
 }
@@ -173,6 +184,7 @@ func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Dur
 		k.ticket = time.Now().UnixMicro() // the next attempts join the queue if need be
 	}
 	tie := tieReply(a, k.tie)
+	k.tieLost = k.queue && tie.err != nil && !errors.Is(tie.err, errNotAsked)
 	won := tie.err == nil && tie.value.Acquired
 	now := time.Now()
 	if k.enabled && won && ctxAlive(a) {
@@ -228,6 +240,21 @@ func (k *contender) abandon(c *Client) {
 	k.keeping = false
 }
 
+// first reports whether the waiter is woken by releases meant for keepers
+// (pubsub's SetFirst): it keeps part of the lock, or the tie-breaker did not
+// answer its last attempt, so no hand-off will reach it.
+func (k *contender) first() bool { return k.keeping || k.tieLost }
+
+// expectContention makes the first attempt a probe of the tie-breaker that
+// already joins the queue (see 3 and 4): the handle met another holder
+// lately.
+func (k *contender) expectContention() {
+	k.probe = k.enabled
+	if k.queue {
+		k.ticket = time.Now().UnixMicro()
+	}
+}
+
 // handedOff is told that the last wake was a hand-off naming this waiter:
 // the lock was freed for it, so the next attempt goes to every node.
 func (k *contender) handedOff() { k.probe, k.recheck = false, false }
@@ -269,5 +296,7 @@ func ctxAlive(a attempt) bool {
 	return a.sent && !errors.Is(a.err, context.Canceled) && !errors.Is(a.err, context.DeadlineExceeded)
 }
 
-// splitVotesAtNew reads the A/B switch when a Client is made.
+// splitVotesAtNew and noQueueAtNew read the A/B switches when a Client is
+// made.
 func splitVotesAtNew() bool { return abtest.SplitVotes.Load() }
+func noQueueAtNew() bool    { return abtest.NoQueue.Load() }

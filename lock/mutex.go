@@ -45,6 +45,9 @@ type Mutex struct {
 	entry      *watchdog.Entry
 	stopHold   func() bool // stops the hold context's watch
 	token      int64       // the hold's fencing token
+	// contendedAt: when a Lock of this handle last met another holder. A
+	// Lock soon after expects contention (see contender.expectContention).
+	contendedAt time.Time
 }
 
 // MutexOption configures a Mutex.
@@ -172,6 +175,9 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		lastFail error // the last quorum failure, reported with ctx's error
 		k        = newContender(m.c, m.key, wait)
 	)
+	if wait && m.contendedLately() {
+		k.expectContention()
+	}
 	defer k.abandon(m.c) // nothing kept once the lock is won
 	won := false
 	defer func() {
@@ -202,6 +208,8 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 			return false, err
 		case errors.As(err, &qe):
 			lastFail = err
+		case err == nil && a.contended && wait:
+			m.noteContention()
 		case err != nil:
 			w.giveUp(a)
 			if ctx.Err() != nil && lastFail != nil {
@@ -216,7 +224,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		if a.retryNow {
 			continue
 		}
-		if werr := w.wait(ctx, m, k.sleep(a, m.c.opts.RetryDelay), k.keeping); werr != nil {
+		if werr := w.wait(ctx, m, k.sleep(a, m.c.opts.RetryDelay), k.first()); werr != nil {
 			w.close(false) // it slept: it consumed no wake
 			return false, errors.Join(werr, lastFail)
 		}
@@ -224,6 +232,21 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 			k.handedOff()
 		}
 	}
+}
+
+// contendedLately reports whether a Lock of this handle met another holder
+// within the last lease.
+func (m *Mutex) contendedLately() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.contendedAt.IsZero() && time.Since(m.contendedAt) < m.c.opts.Lease
+}
+
+// noteContention records that a Lock of this handle met another holder.
+func (m *Mutex) noteContention() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.contendedAt = time.Now()
 }
 
 // attempt runs one acquire for this owner: a first hold, which follows the

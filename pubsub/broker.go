@@ -283,6 +283,31 @@ func (b *Broker) dispatch(channel, payload string) {
 	}
 }
 
+// unwantLater unsubscribes channel on every node once it has had no waiter
+// for Options.Linger: a lock contended in a loop gets a waiter again within
+// milliseconds, and would otherwise pay a SUBSCRIBE, a confirmation round
+// trip and an UNSUBSCRIBE per node for each Lock that waits. A waiter that
+// joins a lingering channel finds it confirmed already. The caller holds
+// b.mu.
+func (b *Broker) unwantLater(channel string) {
+	unwant := func() {
+		for _, n := range b.nodes {
+			n.unwant(channel)
+		}
+	}
+	if b.opts.Linger <= 0 {
+		unwant()
+		return
+	}
+	time.AfterFunc(b.opts.Linger, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if !b.closed && len(b.reg.chans[channel]) == 0 {
+			unwant()
+		}
+	})
+}
+
 // watchHandOff wakes w, the waiter queued after a hand-off's target,
 // Options.HandOffWatch from now unless it was woken in between (by the
 // target's own release, usually): a target that died or gave up takes its

@@ -14,8 +14,9 @@ import "strings"
 //	                    retries if TARGET does not take the lock within
 //	                    Options.HandOffWatch (it may have died). An empty
 //	                    TARGET means the queue was empty: any waiter, at once.
-//	ID k                for keepers only (waiters marked SetFirst, which hold
-//	                    part of the lock and wait for the rest), at once.
+//	ID k                for keepers only: waiters marked SetFirst (they hold
+//	                    part of the lock and wait for the rest, or cannot
+//	                    reach the node that sends hand-offs), at once.
 //
 // An empty payload is a bare wake (a wake passed on, a late subscription
 // confirmation): any waiter, at once.

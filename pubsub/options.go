@@ -12,6 +12,7 @@ const (
 	DefaultHealthCheckInterval = 3 * time.Second
 	DefaultGrace               = 50 * time.Millisecond
 	DefaultHandOffWatch        = 20 * time.Millisecond
+	DefaultLinger              = time.Second
 )
 
 // Options configures a Broker. The zero value is ready to use.
@@ -55,6 +56,11 @@ type Options struct {
 	// negative means DefaultHandOffWatch.
 	HandOffWatch time.Duration
 
+	// Linger is how long a channel stays subscribed after its last waiter
+	// left, for the next one to find it confirmed. Zero means
+	// DefaultLinger; a negative value unsubscribes at once.
+	Linger time.Duration
+
 	// Logger receives connection events (lost, restored, failed commands).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -69,6 +75,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.SubscribeTimeout <= 0 {
 		o.SubscribeTimeout = DefaultSubscribeTimeout
+	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
 	}
 	if o.HandOffWatch <= 0 {
 		o.HandOffWatch = DefaultHandOffWatch
