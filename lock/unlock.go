@@ -94,9 +94,6 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 		}
 	}
 	m.c.releaseOn(op, retry, deadline)
-	if target == 0 {
-		m.c.announceIfTieFailed(op, replies)
-	}
 
 	switch {
 	case agreed >= m.c.quorum:
