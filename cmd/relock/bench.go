@@ -33,8 +33,8 @@ with --contended, all of them one name (each Lock waits for the previous
 holder's Unlock). A progress line is written to stderr while a round runs
 (rewritten in place on a terminal), and a table to stdout: per round the
 cycles done, errors, cycles per second, and the latency of Lock (p50, p99,
-max). The locks live under relock-bench/RUN/ and are released at the end;
-nothing else is written. Exit status 4 when a round completed no cycle.`,
+max). The locks are named relock-bench/RUN/... and each is released after
+each cycle. Exit status 4 when a round completed no cycle.`,
 	examples: `
   relock bench
   relock bench --clients 1,16,64 --duration 10s

@@ -25,11 +25,19 @@ type globals struct {
 	prefix      string
 }
 
-// register adds the global flags to fs.
+// register adds the global flags to fs. It leaves g as it is (the flag
+// package's XxxVar would reset it to the defaults), so the globals given
+// before the command's name survive the registration on its flag set.
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.Var(&g.nodes, "nodes", "the Redis masters, as comma-separated `URLS` (see Nodes in relock --help); default: $"+nodesEnv)
-	fs.DurationVar(&g.nodeTimeout, "node-timeout", 0, "wait at most `DURATION` for one node's answer; default: adapt to each node's round trips")
-	fs.StringVar(&g.prefix, "prefix", "", "put relock's keys under `PREFIX` (default relock); the same in every process that shares the locks")
+	fs.Func("node-timeout", "wait at most `DURATION` for one node's answer; default: adapt to each node's round trips", func(s string) (err error) {
+		g.nodeTimeout, err = time.ParseDuration(s)
+		return err
+	})
+	fs.Func("prefix", "put relock's keys under `PREFIX` (default relock); the same in every process that shares the locks", func(s string) error {
+		g.prefix = s
+		return nil
+	})
 }
 
 // resolve completes the globals after parsing: it parses the nodes of

@@ -62,6 +62,8 @@ func TestUsageErrorsExitTwoBeforeAnyNode(t *testing.T) {
 		{"--nodes", "http://h:1", "inspect", "x"},
 		{"inspect", "--nodes", "h:1,,h:2", "x"},
 		{"inspect", "--node-timeout", "-1s", "x"},
+		{"--node-timeout", "-1s", "inspect", "x"}, // globals before the command's name count too
+		{"--node-timeout", "1s", "run", "--lease", "2s", "x", "true"},
 		{"inspect", "--node-timeout", "100ms", "--nodes", "h:1,h:1", "x"}, // duplicate node: lock.New says so
 	} {
 		code, out, errOut := call(nodes, args...)
