@@ -130,9 +130,6 @@ func (f *benchFlags) run(ctx context.Context, e *env, g *globals, counts []int) 
 			fmt.Fprintf(e.stderr, "relock bench: %d clients: first error: %v\n", r.clients, r.firstErr)
 		}
 	}
-	if ctx.Err() != nil {
-		return exitWith(exitSignalBase+2, "interrupted")
-	}
 	for _, r := range rows {
 		if r.cycles == 0 {
 			return exitWith(exitNodes, "the round of %d clients completed no cycle", r.clients)

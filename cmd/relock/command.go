@@ -24,6 +24,9 @@ type command struct {
 	verbatimFrom int
 	// setup registers the command's flags on fs and returns what runs it.
 	setup func(fs *flag.FlagSet) action
+	// ownSignals is set for a command that handles SIGINT and SIGTERM
+	// itself (run passes them to CMD); the others stop on them.
+	ownSignals bool
 }
 
 // action runs a parsed command.
@@ -58,7 +61,11 @@ func (c *command) execute(ctx context.Context, e *env, g *globals, args []string
 	if err := g.resolve(e.getenv); err != nil {
 		return c.usageFailed(e, err)
 	}
-	err = act(ctx, e, g, pos)
+	if c.ownSignals {
+		err = act(ctx, e, g, pos)
+	} else {
+		err = interruptible(ctx, func(ctx context.Context) error { return act(ctx, e, g, pos) })
+	}
 	code := exitCode(err)
 	if code == exitUsage {
 		return c.usageFailed(e, err)

@@ -24,6 +24,7 @@ var runCommand = &command{
 	maxArgs:      -1,
 	verbatimFrom: 1,
 	setup:        setupRun,
+	ownSignals:   true,
 	examples:     runExamples,
 	help: `
 Waits for the lock NAME, runs CMD while holding it, and releases it when CMD
@@ -139,21 +140,9 @@ func (f *runFlags) run(ctx context.Context, e *env, g *globals, waitSet bool, ar
 // acquire takes the lock as the flags say. SIGINT, SIGTERM or SIGHUP while
 // it waits ends the wait: relock exits with 128+N and holds nothing.
 func (f *runFlags) acquire(ctx context.Context, m *lock.Mutex, waitSet bool, sigs <-chan os.Signal) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var got os.Signal
-	done, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case got = <-sigs:
-			cancel()
-		case <-done:
-		}
-	}()
+	ctx, stop := cancelOnSignal(ctx, sigs)
 	err := f.take(ctx, m, waitSet)
-	close(done)
-	<-watched
+	got := stop()
 	if got == nil {
 		return err
 	}

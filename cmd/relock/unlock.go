@@ -75,10 +75,19 @@ func confirm(ctx context.Context, e *env, c *lock.Client, name string) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "Release lock %q whoever holds it? [y/N] ", name)
-	answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "y", "yes":
-		return nil
+	answers := make(chan string, 1) // the read may outlive ctx: relock exits then
+	go func() {
+		answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		answers <- answer
+	}()
+	select {
+	case answer := <-answers:
+		switch strings.ToLower(strings.TrimSpace(answer)) {
+		case "y", "yes":
+			return nil
+		}
+	case <-ctx.Done():
+		fmt.Fprintln(e.stderr)
 	}
 	return exitWith(exitNotAcquired, "lock %q left as it is", name)
 }
