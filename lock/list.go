@@ -76,16 +76,14 @@ func (c *Client) List(ctx context.Context, pattern string, limit int) (Listing, 
 			return struct{}{}, scans[slices.Index(c.nodes, n)].page(ctx, n.Client(), c.opts.KeyPrefix)
 		})
 		for _, f := range failures(c, replies) {
-			scans[f.Node].failed = true
+			scans[f.Node].fail()
 			out.Failed = append(out.Failed, f)
 		}
 	}
 	names := make(map[string]struct{})
 	for _, s := range scans {
-		for name := range s.names {
-			names[name] = struct{}{}
-		}
-		out.Truncated = out.Truncated || s.truncated
+		truncated := s.collect(names)
+		out.Truncated = out.Truncated || truncated
 	}
 	for name := range names {
 		out.Names = append(out.Names, name)
@@ -132,6 +130,25 @@ type nodeScan struct {
 	names     map[string]struct{}
 	truncated bool
 	failed    bool
+}
+
+// fail marks the node as failed: List reads no more of it.
+func (s *nodeScan) fail() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed = true
+}
+
+// collect adds the names read from the node to names and reports whether
+// the node had more than the limit. (A page that fanOut stopped waiting for
+// may still be landing: hence the lock.)
+func (s *nodeScan) collect(names map[string]struct{}) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range s.names {
+		names[name] = struct{}{}
+	}
+	return s.truncated
 }
 
 // going reports whether the node has more to read.
