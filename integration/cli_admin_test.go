@@ -115,10 +115,7 @@ func testCLIInspectAndLs(t *testing.T, cli relockCLI, n int) {
 // stopped, the state is unknown (exit 4).
 func testCLIInspectNodeDown(t *testing.T, cli relockCLI) {
 	reset(t)
-	c := newLockClient(t, 3, lock.Options{})
-	ctx := ctxFor(t, 60*time.Second)
-	m := c.NewMutex("down")
-	require.NoError(t, m.Lock(ctx))
+	_, m, ctx := holdLock(t, 3, "down")
 	require.NoError(t, cluster.Nodes[2].Stop(ctx))
 
 	code, out, stderr := cli.run(t, 3, "inspect", "--json", "down")
@@ -184,10 +181,7 @@ func testCLILsMinority(t *testing.T, cli relockCLI) {
 // is even opened.
 func testCLIBadInput(t *testing.T, cli relockCLI, n int) {
 	reset(t)
-	c := newLockClient(t, n, lock.Options{})
-	ctx := ctxFor(t, 30*time.Second)
-	m := c.NewMutex("kept")
-	require.NoError(t, m.LockFor(ctx, time.Minute)) // no renewal while the keyspace is compared
+	c, m, ctx := holdLock(t, n, "kept") // not renewed: nothing else talks to the nodes
 	require.NoError(t, cluster.Nodes[0].Direct().Set(ctx, "unrelated", "v", 0).Err())
 	ran := filepath.Join(t.TempDir(), "ran")
 	before := keyspace(t)

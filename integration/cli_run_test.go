@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/relock-go/relock/lock"
 )
 
 // testCLIRunNeverOverlaps: two relock run of one name started together run
@@ -47,12 +45,16 @@ func testCLIRunExitCodes(t *testing.T, cli relockCLI, n int) {
 		{[]string{"true"}, 0},
 		{[]string{"sh", "-c", "exit 7"}, 7},
 		{[]string{"sh", "-c", "exit 1"}, 1},
+		{[]string{"sh", "-c", "exit 2"}, 2}, // not a usage error of relock's
 		{[]string{"sh", "-c", "kill -KILL $$"}, 128 + int(syscall.SIGKILL)},
 		{[]string{"relock-no-such-command"}, 127},
 		{[]string{"/dev/null"}, 126},
 	} {
 		code, _, stderr := cli.run(t, n, append([]string{"run", "codes", "--"}, tc.cmd...)...)
 		require.Equal(t, tc.want, code, "relock run %q; stderr: %s", tc.cmd, stderr)
+		if tc.want != 126 && tc.want != 127 {
+			require.Empty(t, stderr, "relock run %q: CMD's status is passed on silently", tc.cmd)
+		}
 		requireFree(t, n, "codes", 2*time.Second)
 	}
 
@@ -68,10 +70,7 @@ func testCLIRunExitCodes(t *testing.T, cli relockCLI, n int) {
 // that outlasts the holder runs CMD.
 func testCLIRunWhenHeld(t *testing.T, cli relockCLI, n int) {
 	reset(t)
-	c := newLockClient(t, n, lock.Options{})
-	m := c.NewMutex("held")
-	ctx := ctxFor(t, 30*time.Second)
-	require.NoError(t, m.Lock(ctx))
+	_, m, ctx := holdLock(t, n, "held")
 	ran := filepath.Join(t.TempDir(), "ran")
 
 	code, _, stderr := cli.run(t, n, "run", "--no-wait", "held", "--", "touch", ran)
@@ -112,10 +111,7 @@ func testCLIRunSignals(t *testing.T, cli relockCLI, n int) {
 
 	// A signal while relock waits for the lock ends the wait: 128+N, CMD
 	// never runs, nothing is left on the nodes.
-	c := newLockClient(t, n, lock.Options{})
-	m := c.NewMutex("signals")
-	ctx := ctxFor(t, 30*time.Second)
-	require.NoError(t, m.Lock(ctx))
+	_, m, ctx := holdLock(t, n, "signals")
 	ran := filepath.Join(t.TempDir(), "ran")
 	p := cli.start(t, n, "run", "signals", "--", "touch", ran)
 	time.Sleep(500 * time.Millisecond)

@@ -9,7 +9,8 @@ import (
 // TestCLI builds the relock command once and runs it as a subprocess
 // against 1 and 3 Redis masters: run (mutual exclusion, exit codes, waits,
 // signals, lost locks), inspect and ls against the library's Inspect,
-// unlock --force, bench, and bad command lines that must change nothing.
+// unlock --force, bench, bad command lines that must change nothing, and
+// the behaviour at a terminal.
 func TestCLI(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	cli := relockCLI{bin: buildRelock(t)}
@@ -28,5 +29,6 @@ func TestCLI(t *testing.T) {
 	t.Run("LsMinority", func(t *testing.T) { testCLILsMinority(t, cli) })
 	t.Run("UserAndPassword", func(t *testing.T) { testCLIUserPassword(t, cli) })
 	t.Run("Bench", func(t *testing.T) { testCLIBench(t, cli) })
+	t.Run("Terminal", func(t *testing.T) { testCLITerminal(t, cli) })
 	goleak.VerifyNone(t, append(proxyGoroutines(), ignore)...)
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/lock"
 )
 
 // cliMasters are the cluster sizes the CLI tests run against.
@@ -46,6 +48,20 @@ func buildRelock(t *testing.T) string {
 	return bin
 }
 
+// holdLock takes the lock name on the first n nodes through a library
+// Client of the test's, for its holder to be another process than the
+// relock under test. The lease is a minute and not renewed: nothing of the
+// holder talks to the nodes until it unlocks. It returns the Client, the
+// holder and a context that bounds the test's own calls.
+func holdLock(t *testing.T, n int, name string) (*lock.Client, *lock.Mutex, context.Context) {
+	t.Helper()
+	c := newLockClient(t, n, lock.Options{})
+	ctx := ctxFor(t, time.Minute)
+	m := c.NewMutex(name)
+	require.NoError(t, m.LockFor(ctx, time.Minute))
+	return c, m, ctx
+}
+
 // nodeURLs is RELOCK_NODES for the first n nodes of the cluster (direct
 // addresses: the relock processes do not go through the test's proxies).
 func nodeURLs(n int) string {
@@ -64,7 +80,6 @@ type proc struct {
 	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer // read them only after wait
 	done           chan struct{}
-	started        time.Time
 }
 
 // start starts relock with args and RELOCK_NODES set to the first n nodes,
@@ -80,13 +95,28 @@ func (c relockCLI) start(t *testing.T, n int, args ...string) *proc {
 // nil).
 func (c relockCLI) startWithInput(t *testing.T, n int, in io.Reader, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(c.bin, args...), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "RELOCK_NODES="+nodeURLs(n))
+	p := &proc{cmd: c.command(n, args...)}
 	p.cmd.Stdin = in
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	p.cmd.WaitDelay = 5 * time.Second // a CMD's straggler must not hold the pipes for ever
+	p.launch(t)
+	return p
+}
+
+// command is the relock command line args with RELOCK_NODES set to the
+// first n nodes.
+func (c relockCLI) command(n int, args ...string) *exec.Cmd {
+	cmd := exec.Command(c.bin, args...)
+	cmd.Env = append(os.Environ(), "RELOCK_NODES="+nodeURLs(n))
+	return cmd
+}
+
+// launch starts p.cmd; it is killed at the end of the test if it still
+// runs.
+func (p *proc) launch(t *testing.T) {
+	t.Helper()
+	p.done = make(chan struct{})
 	require.NoError(t, p.cmd.Start())
-	p.started = time.Now()
 	go func() {
 		_ = p.cmd.Wait()
 		close(p.done)
@@ -99,7 +129,6 @@ func (c relockCLI) startWithInput(t *testing.T, n int, in io.Reader, args ...str
 			<-p.done
 		}
 	})
-	return p
 }
 
 // wait waits up to timeout for the process to exit and returns its exit

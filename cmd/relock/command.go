@@ -66,10 +66,10 @@ func (c *command) execute(ctx context.Context, e *env, g *globals, args []string
 	} else {
 		err = interruptible(ctx, func(ctx context.Context) error { return act(ctx, e, g, pos) })
 	}
-	code := exitCode(err)
-	if code == exitUsage {
+	if isUsage(err) {
 		return c.usageFailed(e, err)
 	}
+	code := exitCode(err)
 	if msg := errorMessage(err); msg != "" {
 		fmt.Fprintf(e.stderr, "relock %s: %s\n", c.name, msg)
 	}

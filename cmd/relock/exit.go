@@ -74,16 +74,24 @@ func usagef(format string, args ...any) error {
 // exitCode maps the error a command returned to relock's exit code.
 func exitCode(err error) int {
 	var ee *exitError
-	var ue *usageError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.As(err, &ue), errors.Is(err, lock.ErrInvalidArgument):
+	case isUsage(err):
 		return exitUsage
 	case errors.Is(err, lock.ErrLost):
 		return exitLost
 	}
 	return exitNodes
+}
+
+// isUsage reports whether err is a bad command line (a usageError, or an
+// option the library refused), which relock answers with its synopsis. An
+// exitError is not, whatever its code: run exits 2 when CMD does.
+func isUsage(err error) bool {
+	var ee *exitError
+	var ue *usageError
+	return !errors.As(err, &ee) && (errors.As(err, &ue) || errors.Is(err, lock.ErrInvalidArgument))
 }

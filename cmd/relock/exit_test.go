@@ -18,6 +18,8 @@ func TestExitCodeMapsErrors(t *testing.T) {
 	}{
 		{nil, exitOK},
 		{exitWith(42, ""), 42},
+		{exitWith(exitUsage, ""), exitUsage}, // CMD exited 2: not a usage error
+		{errors.Join(exitWith(130, "stopped"), usagef("late")), 130},
 		{exitWith(exitNotAcquired, "held"), exitNotAcquired},
 		{fmt.Errorf("wrapped: %w", exitWith(exitLost, "lost")), exitLost},
 		{errors.Join(exitWith(130, "interrupted"), qe), 130},
@@ -31,6 +33,15 @@ func TestExitCodeMapsErrors(t *testing.T) {
 		if got := exitCode(tc.err); got != tc.want {
 			t.Errorf("exitCode(%v) = %d; want %d", tc.err, got, tc.want)
 		}
+	}
+}
+
+func TestIsUsageLeavesExitCodesAlone(t *testing.T) {
+	if isUsage(exitWith(exitUsage, "")) || isUsage(nil) || isUsage(lock.ErrLost) {
+		t.Error("an exit status of 2 from CMD, no error or a lost lock taken for a usage error")
+	}
+	if !isUsage(usagef("x")) || !isUsage(fmt.Errorf("w: %w", lock.ErrInvalidArgument)) {
+		t.Error("a usage error not recognised")
 	}
 }
 
