@@ -30,5 +30,6 @@ func TestCLI(t *testing.T) {
 	t.Run("UserAndPassword", func(t *testing.T) { testCLIUserPassword(t, cli) })
 	t.Run("Bench", func(t *testing.T) { testCLIBench(t, cli) })
 	t.Run("Terminal", func(t *testing.T) { testCLITerminal(t, cli) })
+	t.Run("JobGroup", func(t *testing.T) { testCLIJobGroup(t, cli) })
 	goleak.VerifyNone(t, append(proxyGoroutines(), ignore)...)
 }

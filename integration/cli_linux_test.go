@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -102,6 +103,8 @@ func (tm *terminal) typeIn(t *testing.T, s string) {
 	require.NoError(t, err)
 }
 
+// The tests in this file need Linux: its pseudo-terminal ioctls and /proc.
+
 // testCLITerminal: at a terminal, unlock --force shows the lock and asks
 // (only "y" frees it), run's CMD reads the terminal, and Ctrl-C reaches CMD
 // once, from the terminal.
@@ -148,4 +151,42 @@ func testCLITerminal(t *testing.T, cli relockCLI) {
 	tm.typeIn(t, "\x03")
 	require.Equal(t, 1, p.wait(t, cliTimeout), "SIGINTs CMD got; terminal: %q", tm.output())
 	requireFree(t, 1, "tty", time.Second)
+}
+
+// testCLIJobGroup: away from a terminal, CMD leads a process group of its
+// own, and a lost lock stops the whole group: a child of CMD that ignores
+// SIGTERM and outlives CMD is killed too, --kill-after after the SIGTERM.
+func testCLIJobGroup(t *testing.T, cli relockCLI) {
+	reset(t)
+	dir := t.TempDir()
+	ready, child := filepath.Join(dir, "ready"), filepath.Join(dir, "child")
+	job := fmt.Sprintf(`read -r _ _ _ _ g _ < /proc/$$/stat; [ "$g" = "$$" ] || exit 10
+(trap '' TERM; exec sleep 30) & echo $! > %s; touch %s; wait`, child, ready)
+	p := cli.start(t, 1, "run", "--lease", "3s", "--kill-after", "1s", "group", "--", "sh", "-c", job)
+	waitForFile(t, ready, 10*time.Second)
+	pid, err := strconv.Atoi(readLines(t, child)[0])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // should the test fail
+	require.True(t, alive(pid), "CMD's child runs")
+
+	unlocking := time.Now()
+	code, _, stderr := cli.run(t, 1, "unlock", "--force", "group")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 3, p.wait(t, 15*time.Second), "stderr: %s", p.stderr.String())
+	require.GreaterOrEqual(t, time.Since(unlocking), time.Second, "relock waited --kill-after for CMD's group")
+	deadline := time.Now().Add(2 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.False(t, alive(pid), "CMD's child, which ignored SIGTERM, was killed with the group")
+}
+
+// alive reports whether the process pid runs (a zombie does not).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, after, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(after, "Z") && !strings.HasPrefix(after, "X")
 }
