@@ -3,9 +3,13 @@ package integration_test
 import (
 	"context"
 	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/lock"
@@ -127,4 +131,261 @@ func TestKeeperThatGivesUpLeavesNothing(t *testing.T) {
 	}, 2*time.Second, 10*time.Millisecond, "what the keeper kept outlived its Lock call")
 	require.NoError(t, first.Unlock(ctx))
 	requireFree(t, 3, name, 2*time.Second)
+}
+
+// waitersAsleep starts a blocking Lock on name from each of n new Clients
+// over the first masters nodes and waits until every one sleeps in the
+// lock's queue. Each Lock's outcome arrives on got (the Client's index,
+// when it returned with the lock).
+func waitersAsleep(t *testing.T, ctx context.Context, name string, masters, n int) ([]*lock.Client, []*lock.Mutex, chan int) {
+	clients := make([]*lock.Client, n)
+	mutexes := make([]*lock.Mutex, n)
+	got := make(chan int, n)
+	for i := range clients {
+		clients[i] = newLockClient(t, masters, lock.Options{})
+		mutexes[i] = clients[i].NewMutex(name)
+		go func() {
+			if err := mutexes[i].Lock(ctx); err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("waiter %d: %v", i, err)
+				}
+				return
+			}
+			got <- i
+		}()
+		// One at a time, so that their tickets, and the queue, are in order.
+		require.Eventually(t, func() bool { return clients[i].Stats().Sleeping == 1 },
+			10*time.Second, time.Millisecond, "waiter %d asleep", i)
+	}
+	return clients, mutexes, got
+}
+
+// queueScene is a lock held by one Client while others wait in its queue.
+type queueScene struct {
+	ctx     context.Context
+	name    string
+	tie     int // the tie-breaker node, which keeps the queue
+	holder  *lock.Mutex
+	clients []*lock.Client
+	waiters []*lock.Mutex
+	got     chan int // the index of each waiter that gets the lock
+}
+
+// heldWithWaiters resets the cluster, has a Client take the lock named
+// base plus the masters' count, and n other Clients wait for it in order.
+func heldWithWaiters(t *testing.T, base string, masters, n int) *queueScene {
+	reset(t)
+	sc := &queueScene{ctx: ctxFor(t, 30*time.Second), name: base + itoaName(masters)}
+	sc.holder = newLockClient(t, masters, lock.Options{}).NewMutex(sc.name)
+	require.NoError(t, sc.holder.Lock(sc.ctx))
+	sc.clients, sc.waiters, sc.got = waitersAsleep(t, sc.ctx, sc.name, masters, n)
+	sc.tie = tieBreakerOf(t, sc.name, masters)
+	return sc
+}
+
+// queueOn reads the lock's wait queue on node i, lowest ticket first.
+func queueOn(t *testing.T, i int, name string) []string {
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	q, err := cluster.Nodes[i].Direct().ZRange(t.Context(), key.Queue, 0, -1).Result()
+	require.NoError(t, err)
+	return q
+}
+
+// TestOneWaiterPerReleaseAcrossClients: six Clients (six processes, as far
+// as relock can tell) wait for one lock. A release hands it to the first of
+// them in the queue, and only that one tries: under plain wakes each Client
+// would wake one waiter and all six would try. The next in line may probe
+// once after the hand-off watch, since the new holder keeps the lock.
+func TestOneWaiterPerReleaseAcrossClients(t *testing.T) {
+	for _, masters := range []int{1, 3} {
+		t.Run(itoaName(masters), func(t *testing.T) {
+			sc := heldWithWaiters(t, "one-waiter-", masters, 6)
+			ctx, name, tie, holder, clients, mutexes, got := sc.ctx, sc.name, sc.tie, sc.holder, sc.clients, sc.waiters, sc.got
+			queued := queueOn(t, tie, name)
+			require.Len(t, queued, 6, "every waiter is in the queue on the tie-breaker")
+			require.Equal(t, mutexes[0].Owner(), queued[0], "in the order they came")
+
+			before := make([]uint64, len(clients))
+			for i, c := range clients {
+				before[i] = c.Stats().Attempts
+			}
+			require.NoError(t, holder.Unlock(ctx))
+			var winner int
+			select {
+			case winner = <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no waiter got the lock within 5 s of the release")
+			}
+			require.Equal(t, 0, winner, "the head of the queue gets it")
+			time.Sleep(300 * time.Millisecond) // a plain wake's stampede would be over by now
+			var tried []int
+			for i, c := range clients {
+				if c.Stats().Attempts != before[i] {
+					tried = append(tried, i)
+				}
+			}
+			require.Subset(t, []int{0, 1}, tried, "only the target, and the next in line once, tried: %v", tried)
+			require.Equal(t, []string{mutexes[1].Owner(), mutexes[2].Owner(), mutexes[3].Owner(),
+				mutexes[4].Owner(), mutexes[5].Owner()}, queueOn(t, tie, name), "the target left the queue")
+
+			// Each release from now on goes to the next in line.
+			for want := 1; want < len(mutexes); want++ {
+				require.NoError(t, mutexes[want-1].Unlock(ctx))
+				select {
+				case winner = <-got:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("waiter %d did not get the lock within 5 s of the release", want)
+				}
+				require.Equal(t, want, winner, "the queue's order")
+			}
+			require.NoError(t, mutexes[len(mutexes)-1].Unlock(ctx))
+			require.Empty(t, queueOn(t, tie, name))
+		})
+	}
+}
+
+// TestHandOffToADeadWaiterMovesOn: the head of the queue is an owner that
+// died while waiting (its entry is written by hand here). The release hands
+// the lock to it; the next in line wakes by itself after the hand-off watch
+// and takes the lock, long before the lease (30 s) a waiter would otherwise
+// sleep out.
+func TestHandOffToADeadWaiterMovesOn(t *testing.T) {
+	for _, masters := range []int{1, 3} {
+		t.Run(itoaName(masters), func(t *testing.T) {
+			sc := heldWithWaiters(t, "dead-waiter-", masters, 1)
+			ctx, name, tie, holder, got := sc.ctx, sc.name, sc.tie, sc.holder, sc.got
+			key, err := reentrant.NewKey("", name)
+			require.NoError(t, err)
+			require.NoError(t, cluster.Nodes[tie].Direct().ZAdd(ctx, key.Queue, redis.Z{Score: 1, Member: "dead:owner"}).Err())
+
+			released := time.Now()
+			require.NoError(t, holder.Unlock(ctx))
+			select {
+			case <-got:
+				t.Logf("the live waiter got the lock %v after the release", time.Since(released))
+			case <-time.After(5 * time.Second):
+				t.Fatal("the live waiter did not get the lock within 5 s: the dead head held the queue")
+			}
+			require.NotContains(t, queueOn(t, tie, name), "dead:owner", "the release took the dead head out")
+		})
+	}
+}
+
+// TestWaiterThatGivesUpLeavesTheQueue: a Lock whose ctx ends while it waits
+// takes its owner out of the queue, so no release hands the lock to it.
+func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "gives-up"
+	holder := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	require.NoError(t, holder.Lock(ctx))
+	tie := tieBreakerOf(t, name, 3)
+
+	waiter := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- waiter.Lock(wctx) }()
+	require.Eventually(t, func() bool { return slices.Contains(queueOn(t, tie, name), waiter.Owner()) },
+		10*time.Second, time.Millisecond, "the waiter joins the queue")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Eventually(t, func() bool { return !slices.Contains(queueOn(t, tie, name), waiter.Owner()) },
+		5*time.Second, 5*time.Millisecond, "the waiter that gave up leaves the queue")
+	require.NoError(t, holder.Unlock(ctx))
+}
+
+// TestWaiterCutOffFromTheTieBreakerIsWoken: a waiter whose Client cannot
+// reach the lock's tie-breaker is not in the queue, so no hand-off names
+// it; the other nodes' releases wake it instead (as they wake keepers), and
+// it takes the lock on them, instead of sleeping out the holder's lease.
+func TestWaiterCutOffFromTheTieBreakerIsWoken(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "cut-off-waiter"
+	tie := tieBreakerOf(t, name, 3)
+	holder := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	require.NoError(t, holder.Lock(ctx)) // 30 s lease, renewed
+
+	links, err := c.NewLinks()
+	require.NoError(t, err)
+	require.NoError(t, links[tie].Partition())
+	waiterClient := newLockClientOver(t, linkClients(links[:3]), lock.Options{NodeTimeout: 200 * time.Millisecond})
+	waiter := waiterClient.NewMutex(name)
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := waiter.Lock(ctx); err != nil {
+			t.Errorf("waiter: %v", err)
+			return
+		}
+		got <- time.Now()
+	}()
+	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	select {
+	case at := <-got:
+		t.Logf("the cut-off waiter got the lock %v after the release", at.Sub(released))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter cut off from the tie-breaker slept on after the release")
+	}
+	require.NoError(t, waiter.Unlock(ctx))
+	require.NoError(t, links[tie].Heal())
+}
+
+// scriptCalls is how many scripts node i has run (EVALSHA and EVAL).
+func scriptCalls(t *testing.T, i int) int64 {
+	info, err := cluster.Nodes[i].Direct().Info(t.Context(), "commandstats").Result()
+	require.NoError(t, err)
+	var total int64
+	for line := range strings.SplitSeq(info, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				require.NoError(t, err)
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// TestHandleThatMetContentionProbesFirst: a handle whose last Lock waited
+// for another holder begins its next Lock with a probe of the tie-breaker
+// (which also puts it in the queue), not with a script on every node: the
+// other nodes run none of its scripts while the lock stays held.
+func TestHandleThatMetContentionProbesFirst(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "probe-first"
+	tie := tieBreakerOf(t, name, 3)
+	others := []int{(tie + 1) % 3, (tie + 2) % 3}
+	a := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	bClient := newLockClient(t, 3, lock.Options{})
+	b := bClient.NewMutex(name)
+
+	// b waits once for a, so b has met contention.
+	require.NoError(t, a.Lock(ctx))
+	bGot := make(chan error, 1)
+	go func() { bGot <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return bClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, <-bGot)
+	require.NoError(t, b.Unlock(ctx))
+
+	// a holds again; b's next Lock waits, and asks only the tie-breaker.
+	require.NoError(t, a.Lock(ctx))
+	before := []int64{scriptCalls(t, others[0]), scriptCalls(t, others[1])}
+	go func() { bGot <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return slices.Contains(queueOn(t, tie, name), b.Owner()) },
+		10*time.Second, time.Millisecond, "b waits in the queue")
+	require.Eventually(t, func() bool { return bClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+	after := []int64{scriptCalls(t, others[0]), scriptCalls(t, others[1])}
+	require.Equal(t, before, after, "the nodes other than the tie-breaker ran no script while b began to wait")
+
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, <-bGot)
+	require.NoError(t, b.Unlock(ctx))
 }

@@ -205,7 +205,7 @@ func TestPubSubOneReleaseWakesOneWaiter(t *testing.T) {
 
 func TestPubSubOneConnectionPerNode(t *testing.T) {
 	reset(t)
-	b := newPubSubBroker(t, pubsub.Options{})
+	b := newPubSubBroker(t, pubsub.Options{Linger: 50 * time.Millisecond})
 	var channels []string
 	for i := range 20 {
 		channels = append(channels, pubsubChannel(t, i))
@@ -232,7 +232,7 @@ func TestPubSubOneConnectionPerNode(t *testing.T) {
 	for _, w := range ws {
 		w.Close()
 	}
-	eventually(t, time.Second, "unsubscribed everywhere", expectNumSub(channels, 0))
+	eventually(t, 2*time.Second, "unsubscribed everywhere, after the linger", expectNumSub(channels, 0))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for i, c := range cluster.Direct() {
@@ -544,4 +544,37 @@ func TestPubSubCloseWithNodePaused(t *testing.T) {
 			t.Errorf("Close took %v with a node paused", d)
 		}
 	}()
+}
+
+// TestPubSubChannelLingersForTheNextWaiter: a channel whose last waiter left
+// stays subscribed for Options.Linger, so the next waiter of a lock taken
+// in a loop costs no SUBSCRIBE and no confirmation round trip, and hears
+// releases at once; after the linger with no waiter it is unsubscribed.
+func TestPubSubChannelLingersForTheNextWaiter(t *testing.T) {
+	reset(t)
+	const linger = 1500 * time.Millisecond
+	b := newPubSubBroker(t, pubsub.Options{Linger: linger})
+	ch := pubsubChannel(t, 0)
+	channels := []string{ch}
+	ws := subscribeAll(t, b, channels, 1)
+	ws[0].Close()
+	left := time.Now()
+	time.Sleep(200 * time.Millisecond)
+	if err := expectNumSub(channels, 1)(); err != nil {
+		t.Fatalf("200 ms after the last waiter left, within the linger: %v", err)
+	}
+
+	ws = subscribeAll(t, b, channels, 1)
+	publish(t, ch, "r1", 0, 1, 2)
+	if n := takeWakes(ws, 2*time.Second); n != 1 {
+		t.Fatalf("a waiter that joined a lingering channel got %d wakes from a release, want 1", n)
+	}
+	ws[0].Close()
+	if err := expectNumSub(channels, 1)(); err != nil {
+		t.Fatalf("the second waiter's leave starts a new linger: %v", err)
+	}
+	eventually(t, linger+2*time.Second, "unsubscribed after the linger", expectNumSub(channels, 0))
+	if waited := time.Since(left); waited < linger {
+		t.Fatalf("unsubscribed %v after the first leave, before the linger (%v)", waited, linger)
+	}
 }

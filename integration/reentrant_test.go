@@ -533,3 +533,25 @@ func TestReentrantForeignDataAtATombstoneIsAnError(t *testing.T) {
 	require.Equal(t, map[string]string{"someone": "else"}, direct.HGetAll(ctx, tomb).Val(), "left untouched")
 	require.Zero(t, direct.Exists(ctx, key.Lock).Val())
 }
+
+// A string that is not a number at an owner's tombstone is someone else's
+// data too: the release that would bury the owner there stops with an error
+// naming the tombstone, and the string is left as it was, TTL included.
+func TestReentrantForeignStringAtATombstoneIsLeftAsItWas(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "tomb-foreign-string")
+	tomb := key.Tombstone("c:alice")
+	var seq int64
+	_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
+	require.NoError(t, err)
+	require.NoError(t, direct.Set(ctx, tomb, "not a number", time.Hour).Err())
+
+	_, err = node.Release(ctx, opFor(key, "c:alice", 0, &seq), "x")
+	var wt *reentrant.WrongTypeError
+	require.ErrorAs(t, err, &wt)
+	require.Equal(t, tomb, wt.Key, "the error names the tombstone")
+	require.Equal(t, "not a number", direct.Get(ctx, tomb).Val(), "left as it was")
+	require.Greater(t, direct.PTTL(ctx, tomb).Val(), 59*time.Minute, "its TTL too")
+	require.Equal(t, int64(1), direct.Exists(ctx, key.Lock).Val(), "the lock is not released past the error")
+}

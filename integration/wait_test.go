@@ -85,8 +85,8 @@ func TestWaiterAfterVanishedHolder(t *testing.T) {
 }
 
 // TestOneReleaseWakesOneWaiter: 50 waiters of one lock in one process; one
-// release wakes exactly one of them, whatever the number of nodes that
-// each publish a copy.
+// release wakes one of them, whatever the number of nodes that each publish
+// a copy, and the next in line checks once after the hand-off watch.
 func TestOneReleaseWakesOneWaiter(t *testing.T) {
 	forMasters(t, func(t *testing.T, n int) {
 		reset(t)
@@ -115,10 +115,13 @@ func TestOneReleaseWakesOneWaiter(t *testing.T) {
 		t.Logf("%d masters: after one release: %d attempt(s), %d wake-up(s), %d duplicate copies dropped; before %+v after %+v",
 			n, after.Attempts-before.Attempts, after.WokenByPub-before.WokenByPub,
 			after.Subscription.Duplicates-before.Subscription.Duplicates, before, after)
-		// The woken waiter probes the tie-breaker, then (having won it) tries
-		// every node: two attempts, one waiter.
-		require.Equal(t, uint64(1), after.WokenByPub-before.WokenByPub, "one release must wake one waiter")
-		require.LessOrEqual(t, after.Attempts-before.Attempts, uint64(2), "one release must wake one waiter")
+		// The release hands the lock to the head of the queue, which tries
+		// every node at once: one attempt. The waiter queued after it wakes
+		// once RetryDelay later, as the release's message asks, since the
+		// new holder keeps the lock (a dead target must not hold the queue
+		// up), and finds it held: one probe. No other waiter wakes.
+		require.LessOrEqual(t, after.WokenByPub-before.WokenByPub, uint64(2), "one release wakes its target, and its next in line at most once")
+		require.LessOrEqual(t, after.Attempts-before.Attempts, uint64(2), "one release wakes its target, and its next in line at most once")
 		require.Equal(t, int32(1), winners.Load())
 		cancel()
 		wg.Wait()

@@ -36,9 +36,11 @@ type attempt struct {
 // acquire tries once to bring op.Owner's hold count to op.Count on a quorum:
 // on every node, or on node only when only ≥ 0 (a probe of the tie-breaker,
 // which can never make a quorum by itself when there are several nodes).
+// op.Ticket goes to node queueAt alone (the tie-breaker, which keeps the
+// wait queue), and to none when queueAt < 0.
 // A failed attempt is left as it landed: the caller undoes it (Client.undo),
 // or keeps what it took (see contender).
-func (c *Client) acquire(ctx context.Context, op reentrant.Op, only int) attempt {
+func (c *Client) acquire(ctx context.Context, op reentrant.Op, only, queueAt int) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
 	}
@@ -46,6 +48,10 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, only int) attempt
 	a := attempt{sent: true}
 	start := time.Now()
 	replies := fanOutTo(c, ctx, kindAcquire, c.opts.Lease, only, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
+		op := op
+		if queueAt < 0 || n != c.nodes[queueAt] {
+			op.Ticket = 0
+		}
 		return n.Acquire(ctx, op)
 	})
 	elapsed := time.Since(start)

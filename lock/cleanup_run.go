@@ -98,7 +98,7 @@ func (w *cleaner) take(now time.Time) (round []item, next time.Time, more bool) 
 		}
 		it := item{key: k, e: e, gen: e.gen, repair: e.repair, rel: -1, rep: -1}
 		if e.late == nil && e.release.Owner != "" {
-			it.undo = &reentrant.Change{Op: e.release, Release: true, ReleaseID: releaseID(e.release)}
+			it.undo = w.releaseChange(e.release)
 		}
 		if it.undo == nil && it.repair == nil && !e.due.After(now) {
 			e.due = now.Add(cleanupFirstRetry) // an undo waiting for a late reply
@@ -293,7 +293,7 @@ func (w *cleaner) flush() func() {
 	var changes []reentrant.Change
 	for _, e := range w.pending {
 		if e.release.Owner != "" && len(changes) < maxCleanupBatch {
-			changes = append(changes, reentrant.Change{Op: e.release, Release: true, ReleaseID: releaseID(e.release)})
+			changes = append(changes, *w.releaseChange(e.release))
 		}
 	}
 	w.mu.Unlock()
@@ -305,4 +305,11 @@ func (w *cleaner) flush() func() {
 		defer cancel()
 		w.c.nodes[w.node].Apply(ctx, changes)
 	}
+}
+
+// releaseChange is the change that sends op's release to this cleaner's
+// node, announced as the contention rules ask of that node.
+func (w *cleaner) releaseChange(op reentrant.Op) *reentrant.Change {
+	op.Wake = w.c.wakeOn(w.node, op.Key)
+	return &reentrant.Change{Op: op, Release: true, ReleaseID: releaseID(op)}
 }

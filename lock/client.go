@@ -28,8 +28,9 @@ type Client struct {
 	dog    *watchdog.Watchdog
 	broker *pubsub.Broker // one subscription per node for every waiter
 	ident  *identifier    // the first-contact duplicate check
-	// splitVotes turns the tie-breaker off (an A/B switch, see abtest).
-	splitVotes bool
+	// splitVotes turns the tie-breaker and its queue off, noQueue the queue
+	// alone (A/B switches, see abtest).
+	splitVotes, noQueue bool
 	// cleaners[i] does node i's background clean-ups: undo, release
 	// retries, repairs.
 	cleaners []*cleaner
@@ -64,6 +65,7 @@ func New(opts Options) (*Client, error) {
 	c := &Client{
 		opts:       opts,
 		splitVotes: splitVotesAtNew(),
+		noQueue:    noQueueAtNew(),
 		id:         uuid.NewString(),
 		quorum:     quorum(len(opts.Nodes)),
 		held:       make(map[*Mutex]struct{}),
@@ -83,6 +85,7 @@ func New(opts Options) (*Client, error) {
 		SubscribeTimeout: opts.NodeTimeout,
 		Quorum:           quorum(len(opts.Nodes)),
 		Grace:            opts.NodeTimeout, // by then every live node has published
+		HandOffWatch:     opts.RetryDelay,
 		Logger:           opts.Logger,
 	})
 	return c, nil

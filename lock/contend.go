@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/relock-go/relock/internal/abtest"
@@ -21,7 +22,8 @@ import (
 // lists the same nodes in the same order (Options.Nodes says so).
 //
 //  1. A first attempt (a Lock call's first try, or any TryLock) goes to
-//     every node, as in Redlock. Uncontended, nothing else happens.
+//     every node, as in Redlock, unless the handle met contention lately
+//     (see 3). Uncontended, nothing else happens.
 //  2. A failed attempt that took the tie-breaker keeps what it took instead
 //     of undoing it, and retries when woken (its process wakes it before
 //     its other waiters). Only one owner can hold the tie-breaker at a time,
@@ -35,6 +37,28 @@ import (
 //     across all processes, only the one that wins the tie-breaker contacts
 //     the other nodes.
 //
+//     A Lock of a handle whose Lock met another holder within the last
+//     lease expects contention: its first attempt is already a probe, and
+//     already carries its ticket (see 4). Where a released lock is taken
+//     again at once by its last holder while its waiter wakes, the two
+//     would otherwise split the nodes; the probe gives the waiter, who
+//     goes straight to every node, a round trip's head start.
+//  4. Who wakes. The tie-breaker also keeps the lock's wait queue
+//     (reentrant.Key.Queue): a blocking Lock whose attempt found another
+//     owner holding the tie-breaker joins it, with a ticket drawn once per
+//     Lock call (its wall-clock time), from its second attempt on, so an
+//     uncontended Lock never touches the queue. A release that frees the
+//     lock on the tie-breaker takes the lowest ticket out of the queue and
+//     names that owner in its message (a hand-off), with the owner after
+//     it: across all processes exactly one waiter wakes, and it goes
+//     straight to every node, with no probe and no race. The other nodes'
+//     releases wake only keepers (2), who wait for exactly those. If the
+//     hand-off's target does not take the lock (it died, or gave up), the
+//     next in line wakes by itself shortly after (Options.RetryDelay) and
+//     probes, and a target that gave up leaves the queue at once. When
+//     the tie-breaker's release fails, Unlock announces the release on the
+//     nodes that did free the lock, for any waiter, as before the queue.
+//
 // Safety is the quorum rule's alone: a kept partial hold is a partial hold
 // like any other, held under its lease, and a contender that gives up (ctx
 // ended, Close) undoes everything it kept. The tie-breaker only decides who
@@ -43,6 +67,54 @@ import (
 // processes that disagree on the node order cannot block each other for
 // longer). A tie-breaker that is down or does not answer makes everyone
 // fall back to 1: plain Redlock attempts, which still win, less cheaply.
+
+// wakeOn is how a release of key that frees the lock on node announces it:
+// a hand-off from the tie-breaker, a copy for keepers from the others (see
+// 4 above), or, with the contention rules off, a copy for any waiter.
+func (c *Client) wakeOn(node int, key reentrant.Key) reentrant.Wake {
+	switch {
+	case c.splitVotes || c.noQueue:
+		return reentrant.WakeAny
+	case node == c.tieBreaker(key):
+		return reentrant.WakeQueue
+	}
+	return reentrant.WakeKeepers
+}
+
+// wakeAt is wakeOn for the node n.
+func (c *Client) wakeAt(n *reentrant.Node, key reentrant.Key) reentrant.Wake {
+	return c.wakeOn(slices.Index(c.nodes, n), key)
+}
+
+// announceIfTieFailed announces a full release on the nodes it freed, for
+// any waiter, when the tie-breaker did not free it too (it was down, slow,
+// or had lost the hold): no hand-off went out, and the waiters must not
+// sleep out the lease. The announcement goes in the background, as one
+// message per node that pubsub counts once (a hand-off to no one in
+// particular).
+func (c *Client) announceIfTieFailed(op reentrant.Op, replies []reply[reentrant.ReleaseResult]) {
+	tie := c.tieBreaker(op.Key)
+	if c.splitVotes || c.noQueue || replies[tie].err == nil && replies[tie].value == reentrant.Released {
+		return
+	}
+	var freed []int
+	for _, r := range replies {
+		if r.err == nil && r.value == reentrant.Released {
+			freed = append(freed, r.node)
+		}
+	}
+	if len(freed) == 0 {
+		return
+	}
+	payload := releaseID(op) + "  "
+	c.inBackground(func(life context.Context) {
+		for _, i := range freed {
+			ctx, cancel := context.WithTimeout(life, c.callTimeout(i))
+			_ = c.nodes[i].Client().Publish(ctx, op.Key.Channel, payload).Err()
+			cancel()
+		}
+	})
+}
 
 // tieBreaker returns the index of key's tie-breaker node.
 func (c *Client) tieBreaker(key reentrant.Key) int {
@@ -68,6 +140,17 @@ type contender struct {
 	keepUntil time.Time
 	keeps     int // failed attempts kept in a row
 
+	// queue: this Lock call waits in the lock's queue on the tie-breaker
+	// (see 4 above); ticket is its place there, drawn at its first failed
+	// attempt (0 before). The tie-breaker rules need several nodes, the
+	// queue does not.
+	queue  bool
+	ticket int64
+	// tieLost: the last attempt got no answer from the tie-breaker, so no
+	// hand-off will name this waiter; it is woken by the other nodes'
+	// releases instead, as keepers are.
+	tieLost bool
+
 	// recheck: the last probe met a holder on the tie-breaker just after a
 	// release woke this waiter. That release may still be on its way to
 	// the tie-breaker (its copies from the other nodes woke the waiter), so
@@ -78,6 +161,7 @@ type contender struct {
 func newContender(c *Client, key reentrant.Key, wait bool) *contender {
 	return &contender{
 		enabled: wait && len(c.nodes) > 1 && !c.splitVotes,
+		queue:   wait && !c.splitVotes && !c.noQueue,
 		tie:     c.tieBreaker(key),
 	}
 }
@@ -96,7 +180,11 @@ func (k *contender) target() int {
 // retry at once rather than sleep (a probe that won the tie-breaker). woken
 // says a release's wake led to the attempt.
 func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Duration, woken bool) (retryNow bool) {
+	if k.queue && k.ticket == 0 {
+		k.ticket = time.Now().UnixMicro() // the next attempts join the queue if need be
+	}
 	tie := tieReply(a, k.tie)
+	k.tieLost = k.queue && tie.err != nil && !errors.Is(tie.err, errNotAsked)
 	won := tie.err == nil && tie.value.Acquired
 	now := time.Now()
 	if k.enabled && won && ctxAlive(a) {
@@ -152,6 +240,49 @@ func (k *contender) abandon(c *Client) {
 	k.keeping = false
 }
 
+// first reports whether the waiter is woken by releases meant for keepers
+// (pubsub's SetFirst): it keeps part of the lock, or the tie-breaker did not
+// answer its last attempt, so no hand-off will reach it.
+func (k *contender) first() bool { return k.keeping || k.tieLost }
+
+// expectContention makes the first attempt a probe of the tie-breaker that
+// already joins the queue (see 3 and 4): the handle met another holder
+// lately.
+func (k *contender) expectContention() {
+	k.probe = k.enabled
+	if k.queue {
+		k.ticket = time.Now().UnixMicro()
+	}
+}
+
+// handedOff is told that the last wake was a hand-off naming this waiter:
+// the lock was freed for it, so the next attempt goes to every node.
+func (k *contender) handedOff() { k.probe, k.recheck = false, false }
+
+// queueNode is the node whose acquire carries the waiter's ticket, or -1
+// when it has none.
+func (k *contender) queueNode() int {
+	if k.ticket == 0 {
+		return -1
+	}
+	return k.tie
+}
+
+// leaveQueue takes a Lock call that ends without the lock out of the queue,
+// in the background, so that no release hands the lock to it. A Dequeue
+// that fails costs the next waiter one hand-off watch.
+func (k *contender) leaveQueue(c *Client, key reentrant.Key, owner string) {
+	if k.ticket == 0 {
+		return
+	}
+	k.ticket = 0
+	c.inBackground(func(life context.Context) {
+		ctx, cancel := context.WithTimeout(life, c.callTimeout(k.tie))
+		defer cancel()
+		_ = c.nodes[k.tie].Dequeue(ctx, key, owner)
+	})
+}
+
 // tieReply is the tie-breaker's answer within a.
 func tieReply(a attempt, tie int) reply[reentrant.Acquisition] {
 	if tie < len(a.replies) {
@@ -165,5 +296,7 @@ func ctxAlive(a attempt) bool {
 	return a.sent && !errors.Is(a.err, context.Canceled) && !errors.Is(a.err, context.DeadlineExceeded)
 }
 
-// splitVotesAtNew reads the A/B switch when a Client is made.
+// splitVotesAtNew and noQueueAtNew read the A/B switches when a Client is
+// made.
 func splitVotesAtNew() bool { return abtest.SplitVotes.Load() }
+func noQueueAtNew() bool    { return abtest.NoQueue.Load() }

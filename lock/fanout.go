@@ -58,26 +58,24 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 	call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
 	n := len(c.nodes)
 	start := time.Now()
-	outcomes := make([]*outcome[T], n)
-	cancels := make([]context.CancelFunc, n)
-	limits := make([]time.Time, n) // when we stop waiting for each node
-	finished := make(chan int, n)  // buffered: a late call never blocks
-	answered := make([]bool, n)
-	agreed := make([]bool, n)  // answered, and in favour of the operation
-	stopped := make([]bool, n) // answered, or no longer waited for
+	// One allocation for every node's state, and one for its outcome.
+	calls := make([]nodeCall[T], n)
+	outcomes := make([]outcome[T], n)
+	finished := make(chan int, n) // buffered: a late call never blocks
 	for i, node := range c.nodes {
+		nc := &calls[i]
+		nc.outcome = &outcomes[i]
 		if only >= 0 && i != only {
-			answered[i], stopped[i] = true, true
-			cancels[i] = func() {}
-			outcomes[i] = &outcome[T]{err: errNotAsked}
+			nc.answered, nc.stopped = true, true
+			nc.outcome.err = errNotAsked
 			continue
 		}
 		wait, token := c.waits.wait(i, kind, lease)
-		limits[i] = start.Add(wait)
+		nc.limit = start.Add(wait)
 		callCtx, cancel := context.WithTimeout(ctx, wait)
-		cancels[i] = cancel
-		o := &outcome[T]{done: make(chan struct{})}
-		outcomes[i] = o
+		nc.cancel = cancel
+		o := nc.outcome
+		o.done = make(chan struct{})
 		c.inflight.Add(1)
 		c.workers.Go(func() {
 			defer c.inflight.Done()
@@ -89,39 +87,52 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 	}
 
 	ok := 0
-	timer := time.NewTimer(time.Hour) // set below, before each wait
-	defer timer.Stop()
+	var timer *time.Timer // made at the first wait that needs it
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 collect:
 	for {
 		next := time.Time{}
-		for i, limit := range limits {
-			if !stopped[i] && (next.IsZero() || limit.Before(next)) {
-				next = limit
+		for i := range calls {
+			if nc := &calls[i]; !nc.stopped && (next.IsZero() || nc.limit.Before(next)) {
+				next = nc.limit
 			}
 		}
 		if next.IsZero() {
 			break
 		}
-		timer.Reset(time.Until(next))
+		if timer == nil {
+			timer = time.NewTimer(time.Until(next))
+		} else {
+			timer.Reset(time.Until(next))
+		}
 		select {
 		case i := <-finished:
-			answered[i], stopped[i] = true, true
-			if o := outcomes[i]; o.err != nil || !isAnswer(o.value, nil) || !isAgreement(o.value) {
+			nc := &calls[i]
+			nc.answered, nc.stopped = true, true
+			if o := nc.outcome; o.err != nil || !isAnswer(o.value, nil) || !isAgreement(o.value) {
 				continue
 			}
-			agreed[i] = true
+			nc.agreed = true
 			if ok++; ok == c.quorum {
-				for j := range limits {
-					if !stopped[j] {
-						limits[j] = minTime(limits[j], start.Add(c.waits.typical(j, agreed)))
+				agreed := make([]bool, n)
+				for j := range calls {
+					agreed[j] = calls[j].agreed
+				}
+				for j := range calls {
+					if nc := &calls[j]; !nc.stopped {
+						nc.limit = minTime(nc.limit, start.Add(c.waits.typical(j, agreed)))
 					}
 				}
 			}
 		case <-timer.C:
 			now := time.Now()
-			for i, limit := range limits {
-				if !limit.After(now) {
-					stopped[i] = true
+			for i := range calls {
+				if nc := &calls[i]; !nc.limit.After(now) {
+					nc.stopped = true
 				}
 			}
 		case <-ctx.Done():
@@ -131,29 +142,41 @@ collect:
 	// Calls still queued are dropped; those on the wire still bring their
 	// answer back (the pipelines wait for it), to the estimate and to
 	// reply.late.
-	for _, cancel := range cancels {
-		cancel()
+	for i := range calls {
+		if cancel := calls[i].cancel; cancel != nil {
+			cancel()
+		}
 	}
 
 	replies := make([]reply[T], n)
-	for i, o := range outcomes {
-		r := &replies[i]
+	for i := range calls {
+		nc, r := &calls[i], &replies[i]
 		r.node = i
 		switch {
-		case !answered[i]:
-			r.late = o
+		case !nc.answered:
+			r.late = nc.outcome
 			r.err = ErrNodeTimeout
 			if ctx.Err() != nil {
 				r.err = ctx.Err()
 			}
 		default:
-			r.value, r.err = o.value, o.err
+			r.value, r.err = nc.outcome.value, nc.outcome.err
 			if ctx.Err() == nil {
 				r.err = asNodeTimeout(r.err)
 			}
 		}
 	}
 	return replies
+}
+
+// nodeCall is one node's part of a fan-out, as fanOutTo follows it.
+type nodeCall[T any] struct {
+	outcome  *outcome[T]
+	cancel   context.CancelFunc // nil for a node not asked
+	limit    time.Time          // when fanOutTo stops waiting for the node
+	answered bool
+	agreed   bool // answered, and in favour of the operation
+	stopped  bool // answered, or no longer waited for
 }
 
 func minTime(a, b time.Time) time.Time {

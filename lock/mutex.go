@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/watchdog"
 )
@@ -44,6 +45,9 @@ type Mutex struct {
 	entry      *watchdog.Entry
 	stopHold   func() bool // stops the hold context's watch
 	token      int64       // the hold's fencing token
+	// contendedAt: when a Lock of this handle last met another holder. A
+	// Lock soon after expects contention (see contender.expectContention).
+	contendedAt time.Time
 }
 
 // MutexOption configures a Mutex.
@@ -169,13 +173,22 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		lastFail error // the last quorum failure, reported with ctx's error
 		k        = newContender(m.c, m.key, wait)
 	)
+	if wait && m.contendedLately() {
+		k.expectContention()
+	}
 	defer k.abandon(m.c) // nothing kept once the lock is won
+	won := false
+	defer func() {
+		if !won {
+			k.leaveQueue(m.c, m.key, m.owner)
+		}
+	}()
 	for {
 		if m.c.isClosing() {
 			w.giveUp(attempt{})
 			return false, ErrClosed
 		}
-		ok, a, err := m.attempt(ctx, lease, renewed, k, w.woken)
+		ok, a, err := m.attempt(ctx, lease, renewed, k, w.woken && w.why == pubsub.WokenOther)
 		var qe *QuorumError
 		switch {
 		case ok && m.c.isClosing():
@@ -185,6 +198,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 			_ = m.release(m.c.life, false)
 			return false, ErrClosed
 		case ok:
+			won = true // the acquire took it out of the queue
 			w.close(true)
 			return true, nil
 		case errors.As(err, &qe) && m.c.hopeless(qe):
@@ -192,6 +206,8 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 			return false, err
 		case errors.As(err, &qe):
 			lastFail = err
+		case err == nil && a.contended && wait:
+			m.noteContention()
 		case err != nil:
 			w.giveUp(a)
 			if ctx.Err() != nil && lastFail != nil {
@@ -206,11 +222,29 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration, renewed, wait boo
 		if a.retryNow {
 			continue
 		}
-		if werr := w.wait(ctx, m, k.sleep(a, m.c.opts.RetryDelay), k.keeping); werr != nil {
+		if werr := w.wait(ctx, m, k.sleep(a, m.c.opts.RetryDelay), k.first()); werr != nil {
 			w.close(false) // it slept: it consumed no wake
 			return false, errors.Join(werr, lastFail)
 		}
+		if w.why == pubsub.WokenHandOff {
+			k.handedOff()
+		}
 	}
+}
+
+// contendedLately reports whether a Lock of this handle met another holder
+// within the last lease.
+func (m *Mutex) contendedLately() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.contendedAt.IsZero() && time.Since(m.contendedAt) < m.c.opts.Lease
+}
+
+// noteContention records that a Lock of this handle met another holder.
+func (m *Mutex) noteContention() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.contendedAt = time.Now()
 }
 
 // attempt runs one acquire for this owner: a first hold, which follows the
@@ -238,11 +272,12 @@ func (m *Mutex) attempt(ctx context.Context, lease time.Duration, renewed bool, 
 	op.Fence = m.fencing != 0 && !reentry
 	m.mu.Unlock()
 
-	only := -1
+	only, queueAt := -1, -1
 	if !reentry {
-		only = k.target()
+		only, queueAt = k.target(), k.queueNode()
+		op.Ticket = k.ticket
 	}
-	a := m.c.acquire(ctx, op, only)
+	a := m.c.acquire(ctx, op, only, queueAt)
 	switch {
 	case a.acquired:
 		k.keeping = false // what it kept is part of the hold now

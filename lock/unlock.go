@@ -76,6 +76,8 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 
 	start := time.Now()
 	replies := fanOutFor(m.c, ctx, kindRelease, op.Lease, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
+		op := op
+		op.Wake = m.c.wakeAt(n, op.Key)
 		return n.Release(ctx, op, releaseID(op))
 	})
 	elapsed := time.Since(start)
@@ -92,6 +94,9 @@ func (m *Mutex) release(ctx context.Context, all bool) error {
 		}
 	}
 	m.c.releaseOn(op, retry, deadline)
+	if target == 0 {
+		m.c.announceIfTieFailed(op, replies)
+	}
 
 	switch {
 	case agreed >= m.c.quorum:

@@ -17,7 +17,8 @@ import (
 type waiter struct {
 	sub    *pubsub.Waiter
 	primed bool
-	woken  bool // the last sleep ended with a release's wake
+	woken  bool              // the last sleep ended with a release's wake
+	why    pubsub.WakeReason // what that wake was
 }
 
 // wait sleeps after a failed attempt until a wake comes or sleep passes,
@@ -27,7 +28,7 @@ type waiter struct {
 func (w *waiter) wait(ctx context.Context, m *Mutex, sleep time.Duration, first bool) error {
 	if !w.primed {
 		w.primed = true
-		sub, err := m.c.broker.SubscribeIgnoring(ctx, m.key.Channel, releasesOf(m.owner))
+		sub, err := m.c.broker.SubscribeOwner(ctx, m.key.Channel, m.owner, releasesOf(m.owner))
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -37,7 +38,7 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, sleep time.Duration, first 
 		w.sub = sub
 		return nil
 	}
-	w.woken = false
+	w.woken, w.why = false, pubsub.WokenOther
 	w.sub.SetFirst(first)
 	t := time.NewTimer(sleep)
 	defer t.Stop()
@@ -45,7 +46,7 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, sleep time.Duration, first 
 	defer m.c.stats.sleeping.Add(-1)
 	select {
 	case <-w.sub.Wake():
-		w.woken = true
+		w.woken, w.why = true, w.sub.WakeReason()
 		m.c.stats.wokenByPub.Add(1)
 		return nil
 	case <-t.C:

@@ -2,10 +2,14 @@
 -- count to an absolute value so that a retried call can never count a hold twice.
 --
 -- KEYS[1] lock hash        KEYS[2] fencing counter   KEYS[3] the owner's tombstone
+-- KEYS[4] the lock's wait queue
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
 -- ARGV[5] '1' for a re-entry: only count up a hold the owner still has here
 -- ARGV[6] '1' to read the fencing counter (a fenced first acquisition)
+-- ARGV[7] the owner's ticket in the wait queue, or 0: a waiting owner that
+--         finds another holder joins the queue (see enqueue in prelude.lua),
+--         and leaves it when it takes the lock
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
@@ -44,6 +48,7 @@
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local reentry = ARGV[5] == '1'
+local ticket = tonumber(ARGV[7])
 local fence = 0
 if ARGV[6] == '1' then
   fence = fenceCounter(KEYS[2])
@@ -56,7 +61,9 @@ if size > 0 then
   -- another owner's hold, found without reading the whole hash.
   local own = (held and 1 or 0) + (last > 0 and 1 or 0)
   if size > own then
-    return {0, redis.call('PTTL', key), fence}
+    local ttl = redis.call('PTTL', key)
+    enqueue(KEYS[4], owner, ticket, ttl, lease)
+    return {0, ttl, fence}
   end
   -- An operation that is not newer than the last one applied is a retry or a
   -- straggler: report the state without changing it.
@@ -73,4 +80,5 @@ elseif seq <= buried(KEYS[3]) then
 end
 redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 redis.call('PEXPIRE', key, lease)
+dequeue(KEYS[4], owner, ticket)
 return {1, count, fence}

@@ -12,6 +12,17 @@ local function lockKind(key)
   return kind
 end
 
+-- foreign stops the script with a WRONGTYPE error naming the type found at
+-- key: data someone else stored there, which relock never changes. what,
+-- when given, names the key's role, as numberAt does.
+local function foreign(key, what)
+  local msg = 'WRONGTYPE ' .. redis.call('TYPE', key)['ok']
+  if what then
+    msg = msg .. ' ' .. what
+  end
+  error(redis.error_reply(msg))
+end
+
 -- numberAt returns the number stored as a string at key (0 when the key
 -- does not exist). Anything else there (another type, or a string that is
 -- not a number) is foreign data: the script stops, before it has changed
@@ -21,7 +32,7 @@ local function numberAt(key, what)
   local ok, value = pcall(redis.call, 'GET', key)
   local number = ok and tonumber(value or '0')
   if not number then
-    error(redis.error_reply('WRONGTYPE ' .. redis.call('TYPE', key)['ok'] .. ' ' .. what))
+    foreign(key, what)
   end
   return number
 end
@@ -29,12 +40,6 @@ end
 -- fenceCounter returns a lock's fencing counter (0 when never raised).
 local function fenceCounter(key)
   return numberAt(key, 'fence')
-end
-
--- foreign stops the script with a WRONGTYPE error naming the type found at
--- key: data someone else stored there, which relock never changes.
-local function foreign(key)
-  error(redis.error_reply('WRONGTYPE ' .. redis.call('TYPE', key)['ok']))
 end
 
 -- hashSize returns the number of fields of the lock hash (0 when the key
@@ -77,13 +82,105 @@ end
 -- for at least ttl ms. It never lowers the number nor shortens the life of
 -- an existing tombstone: a release arriving late must not reopen the door
 -- that a newer one closed, nor cut short the cover an earlier hold with a
--- longer lease still needs. The key always gets a TTL. Usually there is no
--- tombstone yet, and one SET NX does it all.
+-- longer lease still needs. The key always gets a TTL.
+--
+-- Two commands, whether a tombstone is there or not (an owner that locks
+-- again and again always finds its last one): PTTL, then one SET ... GET
+-- that writes the number with the longer TTL and returns the old number.
+-- SET ... GET refuses a key of another type before changing it. Only a
+-- straggler, a release older than the one that wrote the tombstone, finds
+-- a higher number there, and puts it back with a third SET.
 local function bury(tomb, seq, ttl)
-  if redis.call('SET', tomb, seq, 'PX', ttl, 'NX') then
+  local left = redis.call('PTTL', tomb)
+  local keep = math.max(left, ttl)
+  local ok, old = pcall(redis.call, 'SET', tomb, seq, 'PX', keep, 'GET')
+  if not ok then
+    foreign(tomb, 'tombstone') -- another type: nothing was written
+  end
+  local last = tonumber(old or '0')
+  if not last then
+    -- A string that is not a number is someone else's data: put it back
+    -- as it was, TTL included, and stop.
+    if left >= 0 then
+      redis.call('SET', tomb, old, 'PX', left)
+    else
+      redis.call('SET', tomb, old)
+    end
+    error(redis.error_reply('WRONGTYPE string tombstone'))
+  end
+  if last > seq then
+    redis.call('SET', tomb, last, 'PX', keep)
+  end
+end
+
+-- The wait queue. A lock's queue is a sorted set beside it (same hash tag)
+-- on the node that breaks the lock's ties: the owners waiting for the lock,
+-- each scored by the ticket it drew when it began to wait. A release there
+-- takes the lowest ticket out and names that owner in its message, so one
+-- waiter across all processes retries, not one per process (see the lock
+-- package's contend.go). The queue is only a hint of who goes next: the
+-- quorum alone decides who holds the lock, and every waiter still retries
+-- by itself when the holder's lease runs out.
+
+-- enqueue puts a waiting owner (ticket > 0) that found the lock held into
+-- the queue, keeping the ticket it may already have there. The queue lives
+-- as long as the holder's lease (ttl ms, as PTTL gave it) and one lease of
+-- the waiter (lease ms) more: a waiter still waiting by then retries, and
+-- joins again. Another type at the queue's key is foreign data.
+local function enqueue(queue, owner, ticket, ttl, lease)
+  if ticket <= 0 then
     return
   end
-  local last = buried(tomb)
-  local left = redis.call('PTTL', tomb)
-  redis.call('SET', tomb, math.max(last, seq), 'PX', math.max(left, ttl))
+  local ok = pcall(redis.call, 'ZADD', queue, 'NX', ticket, owner)
+  if not ok then
+    foreign(queue, 'queue')
+  end
+  redis.call('PEXPIRE', queue, math.max(ttl, 0) + lease)
+end
+
+-- dequeue takes a waiting owner (ticket > 0) that has taken the lock out of
+-- the queue, if a release has not already.
+local function dequeue(queue, owner, ticket)
+  if ticket > 0 then
+    pcall(redis.call, 'ZREM', queue, owner)
+  end
+end
+
+-- queueHead returns, for a release announced with mode 'q', the first two
+-- owners of the queue (the one the lock goes to and the one after it), or
+-- an empty list; nothing for another mode. Another type at the queue's key
+-- is foreign data.
+local function queueHead(queue, mode)
+  if mode ~= 'q' then
+    return {}
+  end
+  local ok, head = pcall(redis.call, 'ZRANGE', queue, 0, 1)
+  if not ok then
+    foreign(queue, 'queue')
+  end
+  return head
+end
+
+-- announce publishes a release that freed the lock on channel, as mode
+-- says. The message formats, which pubsub parses:
+--   ''  'ID'               a copy for any waiter: every node publishes one
+--   'q' 'ID TARGET NEXT'   the lock goes to TARGET, the queue's head, taken
+--                          out of the queue here; NEXT is the owner after it
+--                          ('' when none), who retries if TARGET does not
+--                          take the lock soon. An empty queue gives
+--                          'ID  ': any waiter, at once.
+--   'k' 'ID k'             for keepers only: waiters holding part of the
+--                          lock that wait for the others to give theirs back
+local function announce(channel, id, mode, queue, head)
+  if mode == 'k' then
+    redis.call('PUBLISH', channel, id .. ' k')
+  elseif mode == 'q' then
+    local target, after = head[1] or '', head[2] or ''
+    if target ~= '' then
+      redis.call('ZREM', queue, target)
+    end
+    redis.call('PUBLISH', channel, id .. ' ' .. target .. ' ' .. after)
+  else
+    redis.call('PUBLISH', channel, id)
+  end
 end

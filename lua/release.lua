@@ -2,8 +2,13 @@
 -- lock is deleted and one message is published on its release channel.
 --
 -- KEYS[1] lock hash        KEYS[2] release channel   KEYS[3] the owner's tombstone
+-- KEYS[4] the lock's wait queue
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number   ARGV[5] release id (the message payload)
+-- ARGV[6] how the release is announced: '' the release id alone (a copy for
+--         any waiter), 'q' handed to the head of the wait queue (this node
+--         breaks the lock's ties), 'k' a copy for keepers only (see announce
+--         in prelude.lua)
 --
 -- Returns 0 when the owner does not hold the lock here (nothing changes but
 -- the tombstone, see below), 1 when it still holds it, 2 when the lock was
@@ -50,9 +55,10 @@ if count > 0 then
   redis.call('PEXPIRE', key, lease)
   return 1
 end
--- Bury first: a foreign key in the tombstone's place stops the script
--- before it has changed anything (Redis does not roll a script back).
+-- Read the queue and bury first: foreign data in their place stops the
+-- script before it has changed anything (Redis does not roll a script back).
+local head = queueHead(KEYS[4], ARGV[6])
 bury(KEYS[3], seq, lease)
 redis.call('DEL', key)
-redis.call('PUBLISH', KEYS[2], ARGV[5])
+announce(KEYS[2], ARGV[5], ARGV[6], KEYS[4], head)
 return 2

@@ -78,7 +78,7 @@ func NewBroker(nodes []redis.UniversalClient, opts Options) *Broker {
 // ErrClosed. In both cases no share of the channel is left behind. The caller
 // must Close the returned Waiter.
 func (b *Broker) Subscribe(ctx context.Context, channel string) (*Waiter, error) {
-	return b.SubscribeIgnoring(ctx, channel, "")
+	return b.SubscribeOwner(ctx, channel, "", "")
 }
 
 // SubscribeIgnoring is Subscribe for a waiter that is not woken by messages
@@ -87,10 +87,18 @@ func (b *Broker) Subscribe(ctx context.Context, channel string) (*Waiter, error)
 // attempt, which frees nothing it is waiting for. A message it ignores goes
 // to the next waiter of the channel.
 func (b *Broker) SubscribeIgnoring(ctx context.Context, channel, ignore string) (*Waiter, error) {
+	return b.SubscribeOwner(ctx, channel, "", ignore)
+}
+
+// SubscribeOwner is SubscribeIgnoring for a waiter that waits as the lock
+// owner owner: a hand-off that names owner wakes it (see message.go), and
+// one that names it as the next in line wakes it Options.HandOffWatch later
+// unless another wake came in between.
+func (b *Broker) SubscribeOwner(ctx context.Context, channel, owner, ignore string) (*Waiter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w, ready, err := b.join(channel, ignore)
+	w, ready, err := b.join(channel, owner, ignore)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +155,7 @@ func (b *Broker) confirmed(node int, channels []string) {
 
 // join adds a waiter of channel and returns it with, per node, the channel
 // closed when that node confirms the subscription.
-func (b *Broker) join(channel, ignore string) (*Waiter, []<-chan struct{}, error) {
+func (b *Broker) join(channel, owner, ignore string) (*Waiter, []<-chan struct{}, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -160,7 +168,7 @@ func (b *Broker) join(channel, ignore string) (*Waiter, []<-chan struct{}, error
 		}
 	}
 	w := newWaiter(b, channel)
-	w.ignore = ignore
+	w.ignore, w.owner = ignore, owner
 	b.reg.add(w)
 	// The node ignores channels it already wants, so asking for every
 	// waiter is harmless and hands each waiter the confirmation to wait on.
@@ -245,7 +253,8 @@ func (b *Broker) message(_ int, channel, payload string) {
 	if b.closed {
 		return
 	}
-	wake, pending := b.dedup.observe(channel, payload, time.Now())
+	need := parseMessage(payload).copiesNeeded(b.opts.Quorum)
+	wake, pending := b.dedup.observe(channel, payload, need, time.Now())
 	switch {
 	case wake:
 		b.dispatch(channel, payload)
@@ -265,9 +274,58 @@ func (b *Broker) message(_ int, channel, payload string) {
 // dispatch hands a due release, or another reason to retry (payload ""),
 // to one waiter of channel. The caller holds b.mu.
 func (b *Broker) dispatch(channel, payload string) {
-	if !b.reg.dispatch(channel, payload) {
+	claimed, watch := b.reg.dispatch(channel, payload)
+	if !claimed {
 		b.unclaimed++
 	}
+	if watch != nil {
+		b.watchHandOff(watch)
+	}
+}
+
+// unwantLater unsubscribes channel on every node once it has had no waiter
+// for Options.Linger: a lock contended in a loop gets a waiter again within
+// milliseconds, and would otherwise pay a SUBSCRIBE, a confirmation round
+// trip and an UNSUBSCRIBE per node for each Lock that waits. A waiter that
+// joins a lingering channel finds it confirmed already. The caller holds
+// b.mu.
+func (b *Broker) unwantLater(channel string) {
+	unwant := func() {
+		for _, n := range b.nodes {
+			n.unwant(channel)
+		}
+	}
+	if b.opts.Linger <= 0 {
+		unwant()
+		return
+	}
+	time.AfterFunc(b.opts.Linger, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if !b.closed && len(b.reg.chans[channel]) == 0 {
+			unwant()
+		}
+	})
+}
+
+// watchHandOff wakes w, the waiter queued after a hand-off's target,
+// Options.HandOffWatch from now unless it was woken in between (by the
+// target's own release, usually): a target that died or gave up takes its
+// wake with it, and w's retry is what moves the queue on. The caller holds
+// b.mu.
+func (b *Broker) watchHandOff(w *Waiter) {
+	seen := w.wakes
+	time.AfterFunc(b.opts.HandOffWatch, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.closed || w.closed || w.wakes != seen {
+			return
+		}
+		w.noteReason(WokenWatch)
+		if w.wakeUp() {
+			b.reg.wakes++
+		}
+	})
 }
 
 // connectionChanged wakes every waiter: while the connection was down a

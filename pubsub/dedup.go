@@ -31,6 +31,7 @@ type dedupKey struct{ channel, payload string }
 type dedupEntry struct {
 	expires time.Time
 	copies  int
+	need    int  // copies that make it due
 	due     bool // the release has woken (or is waking) a waiter
 }
 
@@ -56,8 +57,10 @@ func newDedup(window time.Duration, copies, need int) *dedup {
 // arms a grace timer and calls graceUp(pending) when it fires, so that a
 // release whose other copies never come (a node's subscription is down)
 // still wakes a waiter. An empty payload carries no release id, so every
-// such message is due at once.
-func (d *dedup) observe(channel, payload string, now time.Time) (wake bool, pending *dedupEntry) {
+// such message is due at once. need, when positive, is how many copies make
+// this message due instead of the dedup's own number (a message only one
+// node sends is due at its first copy).
+func (d *dedup) observe(channel, payload string, need int, now time.Time) (wake bool, pending *dedupEntry) {
 	d.expire(now)
 	if payload == "" {
 		return true, nil
@@ -73,7 +76,10 @@ func (d *dedup) observe(channel, payload string, now time.Time) (wake bool, pend
 	if d.copies <= 1 {
 		return true, nil // a single node sends a single copy
 	}
-	e := &dedupEntry{expires: now.Add(d.window), copies: 1}
+	if need <= 0 {
+		need = d.need
+	}
+	e := &dedupEntry{expires: now.Add(d.window), copies: 1, need: min(need, d.copies)}
 	d.seen[key] = e
 	d.order = append(d.order, dedupItem{key, e})
 	for len(d.order) > d.limit {
@@ -88,7 +94,7 @@ func (d *dedup) observe(channel, payload string, now time.Time) (wake bool, pend
 // makeDue marks e due once enough copies are in, and reports whether this
 // call did.
 func (d *dedup) makeDue(e *dedupEntry) bool {
-	if e.due || e.copies < d.need {
+	if e.due || e.copies < e.need {
 		return false
 	}
 	e.due = true

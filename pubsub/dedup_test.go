@@ -102,25 +102,25 @@ func TestDedupSingleNodeRemembersNothing(t *testing.T) {
 // first reports whether a message is the first copy of its release (due now
 // or pending its other copies).
 func first(d *dedup, channel, payload string, now time.Time) bool {
-	wake, pending := d.observe(channel, payload, now)
+	wake, pending := d.observe(channel, payload, 0, now)
 	return wake || pending != nil
 }
 
 func TestDedupWakesAtTheQuorumthCopy(t *testing.T) {
 	d := newDedup(time.Second, 5, 3)
 	now := time.Now()
-	wake, pending := d.observe("c", "r", now)
+	wake, pending := d.observe("c", "r", 0, now)
 	if wake || pending == nil {
 		t.Fatalf("first of 5 copies with 3 needed: wake %v pending %v; want a pending release", wake, pending)
 	}
-	if wake, p := d.observe("c", "r", now); wake || p != nil {
+	if wake, p := d.observe("c", "r", 0, now); wake || p != nil {
 		t.Fatal("the second copy made the release due")
 	}
-	if wake, _ := d.observe("c", "r", now); !wake {
+	if wake, _ := d.observe("c", "r", 0, now); !wake {
 		t.Fatal("the third copy did not make the release due")
 	}
 	for range 2 {
-		if wake, _ := d.observe("c", "r", now); wake {
+		if wake, _ := d.observe("c", "r", 0, now); wake {
 			t.Fatal("a copy after the due one woke again")
 		}
 	}
@@ -131,11 +131,11 @@ func TestDedupWakesAtTheQuorumthCopy(t *testing.T) {
 
 func TestDedupGraceWakesAReleaseMissingCopies(t *testing.T) {
 	d := newDedup(time.Second, 3, 2)
-	_, pending := d.observe("c", "undo", time.Now())
+	_, pending := d.observe("c", "undo", 0, time.Now())
 	if !d.graceUp(pending) {
 		t.Fatal("the grace timer did not make a lone copy due")
 	}
-	if wake, _ := d.observe("c", "undo", time.Now()); wake {
+	if wake, _ := d.observe("c", "undo", 0, time.Now()); wake {
 		t.Fatal("a late copy woke again after the grace timer")
 	}
 }

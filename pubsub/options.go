@@ -11,6 +11,8 @@ const (
 	DefaultDedupWindow         = time.Second
 	DefaultHealthCheckInterval = 3 * time.Second
 	DefaultGrace               = 50 * time.Millisecond
+	DefaultHandOffWatch        = 20 * time.Millisecond
+	DefaultLinger              = time.Second
 )
 
 // Options configures a Broker. The zero value is ready to use.
@@ -48,6 +50,17 @@ type Options struct {
 	// DefaultGrace.
 	Grace time.Duration
 
+	// HandOffWatch is how long after a hand-off (see message.go) the waiter
+	// queued after its target is woken, unless it was woken in between: a
+	// target that died or gave up has taken the lock's wake with it. Zero or
+	// negative means DefaultHandOffWatch.
+	HandOffWatch time.Duration
+
+	// Linger is how long a channel stays subscribed after its last waiter
+	// left, for the next one to find it confirmed. Zero means
+	// DefaultLinger; a negative value unsubscribes at once.
+	Linger time.Duration
+
 	// Logger receives connection events (lost, restored, failed commands).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -57,6 +70,12 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.SubscribeTimeout <= 0 {
 		o.SubscribeTimeout = DefaultSubscribeTimeout
+	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
+	}
+	if o.HandOffWatch <= 0 {
+		o.HandOffWatch = DefaultHandOffWatch
 	}
 	if o.DedupWindow <= 0 {
 		o.DedupWindow = DefaultDedupWindow

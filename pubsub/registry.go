@@ -51,22 +51,53 @@ func (r *registry) remove(w *Waiter) (last bool) {
 	return last
 }
 
-// dispatch wakes the oldest waiter of channel that has no wake pending and
-// does not ignore payload, first waiters (SetFirst) before the others, and
-// reports whether there was one. Waiters that
-// already hold a wake will retry anyway, so waking them again would only
-// lose the release. A payload of "" (a wake passed on, a missed
-// confirmation) is ignored by no one.
-func (r *registry) dispatch(channel, payload string) bool {
-	for _, first := range []bool{true, false} {
+// dispatch hands a due message of channel to the waiter it is for (see
+// message.go) and reports whether it found one. A release for any waiter
+// wakes the oldest waiter that has no wake pending and does not ignore
+// payload, first waiters (SetFirst) before the others; waiters that already
+// hold a wake will retry anyway, so waking them again would only lose the
+// release. A message for keepers only wakes a first waiter or no one. A
+// hand-off wakes its target, if it waits here, and returns in watch the
+// waiter named after it, if it waits here, for the caller to wake later
+// should the target not take the lock (see Broker.message). A payload of ""
+// (a wake passed on, a missed confirmation) is ignored by no one.
+func (r *registry) dispatch(channel, payload string) (claimed bool, watch *Waiter) {
+	m := parseMessage(payload)
+	switch {
+	case m.kind == keepersOnly:
+		return r.wakeOldest(channel, payload, true), nil
+	case m.kind == handOff && m.target != "":
 		for _, w := range r.chans[channel] {
-			if w.first != first || w.ignores(payload) {
-				continue
+			switch w.owner {
+			case m.target:
+				w.noteReason(WokenHandOff)
+				if w.wakeUp() {
+					r.wakes++
+				}
+				claimed = true
+			case m.next:
+				watch = w
 			}
-			if w.wakeUp() {
-				r.wakes++
-				return true
-			}
+		}
+		// A target waiting elsewhere is another process's to wake.
+		return true, watch
+	}
+	if r.wakeOldest(channel, payload, true) {
+		return true, nil
+	}
+	return r.wakeOldest(channel, payload, false), nil
+}
+
+// wakeOldest wakes the oldest waiter of channel with first set as given
+// that has no wake pending and does not ignore payload.
+func (r *registry) wakeOldest(channel, payload string, first bool) bool {
+	for _, w := range r.chans[channel] {
+		if w.first != first || w.ignores(payload) {
+			continue
+		}
+		if w.wakeUp() {
+			r.wakes++
+			return true
 		}
 	}
 	return false

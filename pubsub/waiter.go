@@ -10,7 +10,11 @@ type Waiter struct {
 	wake    chan struct{} // buffer 1: a pending wake never blocks the dispatcher
 	closed  bool          // guarded by b.mu
 	ignore  string        // payloads with this prefix do not wake w; "" for none
+	owner   string        // the lock owner w waits for, named by hand-offs; "" for none
 	first   bool          // woken before the channel's other waiters; guarded by b.mu
+	// why: what woke w since WakeReason last read it. Guarded by b.mu.
+	why   WakeReason
+	wakes uint64 // wakes w was given, for a hand-off watch; guarded by b.mu
 	// late holds, per node, the confirmation Subscribe stopped waiting for
 	// (nil where the node had confirmed): when it comes, w is woken, since
 	// a release published before it was missed. Guarded by b.mu.
@@ -32,7 +36,7 @@ func (w *Waiter) Channel() string { return w.channel }
 func (w *Waiter) Wake() <-chan struct{} { return w.wake }
 
 // Close drops w's share of the channel; the last share to go unsubscribes the
-// channel on every node. A wake w received but did not consume is handed to
+// channel on every node, Options.Linger later if no waiter came back to it. A wake w received but did not consume is handed to
 // the next waiter of the channel. Close does not block on the network and is
 // idempotent.
 func (w *Waiter) Close() {
@@ -44,9 +48,7 @@ func (w *Waiter) Close() {
 	}
 	w.closed = true
 	if b.reg.remove(w) && !b.closed {
-		for _, n := range b.nodes {
-			n.unwant(w.channel)
-		}
+		b.unwantLater(w.channel)
 	}
 }
 
@@ -59,17 +61,55 @@ func (w *Waiter) SetFirst(first bool) {
 	w.first = first
 }
 
+// WakeReason says why a waiter was woken.
+type WakeReason int
+
+const (
+	// WokenOther: a release for any waiter, a wake passed on, a connection
+	// change, or nothing since the last call.
+	WokenOther WakeReason = iota
+	// WokenHandOff: a hand-off named the waiter's owner: the lock was
+	// released to it, so its next attempt should go straight to every node
+	// rather than first ask who holds the lock.
+	WokenHandOff
+	// WokenWatch: the waiter was next in line after a hand-off whose target
+	// has not taken the lock within Options.HandOffWatch (see message.go).
+	WokenWatch
+)
+
+// WakeReason reports why w was woken since the last call, and forgets it.
+// A hand-off outranks the other reasons when wakes merged.
+func (w *Waiter) WakeReason() WakeReason {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	why := w.why
+	w.why = WokenOther
+	return why
+}
+
+// noteReason records why w is being woken. The caller holds b.mu.
+func (w *Waiter) noteReason(why WakeReason) {
+	if w.why != WokenHandOff {
+		w.why = why
+	}
+}
+
 // GiveBack returns a wake that w consumed but could not use (the retry it
 // was for never reached the nodes), so that Close hands it to the next
 // waiter of the channel instead of losing the release it announced. Call it
 // just before Close.
-func (w *Waiter) GiveBack() { w.wakeUp() }
+func (w *Waiter) GiveBack() {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	w.wakeUp()
+}
 
 // wakeUp gives w a wake unless one is already pending, and reports whether
-// it did.
+// it did. The caller holds b.mu.
 func (w *Waiter) wakeUp() bool {
 	select {
 	case w.wake <- struct{}{}:
+		w.wakes++
 		return true
 	default:
 		return false

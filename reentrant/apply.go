@@ -39,8 +39,7 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 		var call scriptCall
 		if ch.Release {
 			results[i].Err = op.check(0)
-			call = scriptCall{lua.Release, releaseKeys(op),
-				[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, ch.ReleaseID}}
+			call = scriptCall{lua.Release, releaseKeys(op), releaseArgs(op, ch.ReleaseID)}
 		} else {
 			results[i].Err = op.check(1)
 			call = scriptCall{lua.Acquire, acquireKeys(op), acquireArgs(op)}
@@ -73,12 +72,12 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 // acquireKeys and releaseKeys are the KEYS of the acquire and release
 // scripts for op, the same for a lone call and a batch.
 func acquireKeys(op Op) []string {
-	return []string{op.Key.Lock, op.Key.Fence, op.Key.Tombstone(op.Owner)}
+	return []string{op.Key.Lock, op.Key.Fence, op.Key.Tombstone(op.Owner), op.Key.Queue}
 }
 
 // acquireArgs are the ARGV of the acquire script for op.
 func acquireArgs(op Op) []any {
-	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence)}
+	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket}
 }
 
 // flag is a script's boolean argument.
@@ -90,7 +89,13 @@ func flag(b bool) int {
 }
 
 func releaseKeys(op Op) []string {
-	return []string{op.Key.Lock, op.Key.Channel, op.Key.Tombstone(op.Owner)}
+	return []string{op.Key.Lock, op.Key.Channel, op.Key.Tombstone(op.Owner), op.Key.Queue}
+}
+
+// releaseArgs are the ARGV of the release script for op, publishing
+// releaseID when it frees the lock.
+func releaseArgs(op Op, releaseID string) []any {
+	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID, op.Wake.luaFlag()}
 }
 
 // acquisitionOf reads the acquire script's reply {outcome, count or pttl,

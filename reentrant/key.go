@@ -22,6 +22,9 @@ type Key struct {
 	// Tombstones is the common beginning of the owners' tombstone keys; see
 	// Tombstone.
 	Tombstones string
+	// Queue is the lock's wait queue (a sorted set of waiting owners by
+	// ticket), kept on the node that breaks ties; see Op.Ticket and Wake.
+	Queue string
 }
 
 // Tombstone returns the key where a node remembers, for a short while, the
@@ -48,5 +51,5 @@ func NewKey(prefix, name string) (Key, error) {
 		prefix = DefaultPrefix
 	}
 	base := prefix + ":{" + tagEscaper.Replace(name) + "}"
-	return Key{Name: name, Lock: base, Channel: base + ":released", Fence: base + ":fence", Tombstones: base + ":gone:"}, nil
+	return Key{Name: name, Lock: base, Channel: base + ":released", Fence: base + ":fence", Tombstones: base + ":gone:", Queue: base + ":queue"}, nil
 }

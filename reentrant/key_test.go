@@ -18,7 +18,7 @@ func TestNewKeyKeepsTheWholeNameInOneHashTag(t *testing.T) {
 		}
 		// Redis hashes the text between the first '{' and the first '}'
 		// after it: that must be the whole escaped name, for every key.
-		for _, key := range []string{k.Lock, k.Channel, k.Fence, k.Tombstone("c:a"), k.Tombstone("}{owner}")} {
+		for _, key := range []string{k.Lock, k.Channel, k.Fence, k.Queue, k.Tombstone("c:a"), k.Tombstone("}{owner}")} {
 			open := strings.IndexByte(key, '{')
 			end := open + strings.IndexByte(key[open:], '}')
 			if tag := key[open+1 : end]; strings.Contains(tag, "}") || tag != strings.TrimSuffix(strings.TrimPrefix(k.Lock, "relock:{"), "}") {
@@ -37,7 +37,7 @@ func TestNewKeyNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := reentrant.Key{Name: "orders:42", Lock: "app:{orders:42}", Channel: "app:{orders:42}:released", Fence: "app:{orders:42}:fence", Tombstones: "app:{orders:42}:gone:"}
+	want := reentrant.Key{Name: "orders:42", Lock: "app:{orders:42}", Channel: "app:{orders:42}:released", Fence: "app:{orders:42}:fence", Tombstones: "app:{orders:42}:gone:", Queue: "app:{orders:42}:queue"}
 	if k != want {
 		t.Fatalf("NewKey = %+v; want %+v", k, want)
 	}

@@ -77,6 +77,14 @@ func retriesOff(rdb redis.UniversalClient) bool {
 	return false
 }
 
+// Dequeue takes owner out of the lock's wait queue (Key.Queue) on this
+// node: a waiter that gives up leaves it, so that no release hands it the
+// lock. The queue is a hint (see Op.Ticket), so a Dequeue that fails only
+// costs a waiter elsewhere a short wait.
+func (n *Node) Dequeue(ctx context.Context, key Key, owner string) error {
+	return n.rdb.ZRem(ctx, key.Queue, owner).Err()
+}
+
 // Client returns the go-redis client the node talks through.
 func (n *Node) Client() redis.UniversalClient { return n.rdb }
 
@@ -97,6 +105,41 @@ type Op struct {
 	// (Acquisition.Fence); without it the counter's key is not read and
 	// Fence is 0.
 	Fence bool
+	// Ticket, when above 0, is a waiting owner's place in the lock's wait
+	// queue (Key.Queue): an acquire that finds another owner holding the
+	// lock puts the owner in the queue with this ticket, unless it is there
+	// already (it keeps its first ticket). Lower tickets are woken first.
+	Ticket int64
+	// Wake says how a release that frees the lock announces it (see Wake).
+	Wake Wake
+}
+
+// Wake is how a release that frees a lock announces it on the lock's
+// channel, as the lock package's contention rules ask of each node.
+type Wake int
+
+const (
+	// WakeAny publishes the release ID alone: a copy for any waiter, one of
+	// the N copies of one release (pubsub counts them).
+	WakeAny Wake = iota
+	// WakeQueue hands the lock to the head of the wait queue: it takes the
+	// first waiting owner out of the queue and publishes the release ID with
+	// that owner and the one after it (see pubsub's message format).
+	WakeQueue
+	// WakeKeepers publishes a copy for keepers only: waiters that hold part
+	// of the lock and wait for others to give theirs back.
+	WakeKeepers
+)
+
+// luaFlag is the Wake as the release script reads it (ARGV[6]).
+func (w Wake) luaFlag() string {
+	switch w {
+	case WakeQueue:
+		return "q"
+	case WakeKeepers:
+		return "k"
+	}
+	return ""
 }
 
 func (op Op) check(minCount int64) error {
@@ -189,8 +232,7 @@ func (n *Node) Release(ctx context.Context, op Op, releaseID string) (ReleaseRes
 	if err := op.check(0); err != nil {
 		return NotHeld, err
 	}
-	r, err := n.calls.run(ctx, lua.Release, releaseKeys(op),
-		op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID).Int64()
+	r, err := n.calls.run(ctx, lua.Release, releaseKeys(op), releaseArgs(op, releaseID)...).Int64()
 	if err != nil {
 		return NotHeld, n.opError(op, err)
 	}
@@ -298,15 +340,19 @@ func (n *Node) RaiseFence(ctx context.Context, key Key, token int64) (int64, err
 
 // scriptError turns a script's WRONGTYPE reply into a WrongTypeError naming
 // the key (the script cannot name it safely: names may hold any bytes).
-// A script that found the foreign data on the fencing counter's key says so
-// after the type ("WRONGTYPE hash fence").
+// A script that found the foreign data on the fencing counter's key or the
+// wait queue's says so after the type ("WRONGTYPE hash fence", "WRONGTYPE
+// string queue").
 func (n *Node) scriptError(key Key, err error) error {
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "WRONGTYPE "); ok {
 		// Redis may append where the error was raised: keep the type only.
 		kind, where, _ := strings.Cut(rest, " ")
-		if strings.HasPrefix(where, "fence") {
+		switch {
+		case strings.HasPrefix(where, "fence"):
 			return &WrongTypeError{Key: key.Fence, Type: kind}
+		case strings.HasPrefix(where, "queue"):
+			return &WrongTypeError{Key: key.Queue, Type: kind}
 		}
 		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}

@@ -21,9 +21,10 @@
 //     EVALSHA throughput (go-redis, redis-benchmark);
 //   - contended: 16 goroutines on one name, each with its own Process
 //     ("per goroutine", every count) or one shared Process (up to 3
-//     masters); the rows include "relock (split votes, before)", relock's
-//     Clients made with internal/abtest.SplitVotes set, the A/B of the
-//     contention protocol;
+//     masters); the rows include "relock (split votes, before)" and
+//     "relock (tie-breaker, no queue)", relock's Clients made with
+//     internal/abtest.SplitVotes or NoQueue set, the A/B of the contention
+//     protocol;
 //   - uncontended and sequential: 64 goroutines, a key each, or one, on one
 //     shared Process, interleaved in rounds;
 //   - design: the design document's table, 100 goroutines each with its own

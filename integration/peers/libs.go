@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -62,6 +63,7 @@ type Lib struct {
 const (
 	NameRelock          = "relock"
 	NameRelockSplit     = "relock (split votes, before)"
+	NameRelockNoQueue   = "relock (tie-breaker, no queue)"
 	NameRedsyncDefaults = "redsync (defaults)"
 	NameRedsyncFast     = "redsync (2 ms retry)"
 	NameRedislock       = "redislock (2 ms backoff)"
@@ -88,7 +90,8 @@ const (
 func Libs(relockOpts lock.Options) []Lib {
 	return []Lib{
 		{Name: NameRelock, NewProcess: relockProcess(relockOpts)},
-		{Name: NameRelockSplit, ContendedOnly: true, NewProcess: splitVotes(relockProcess(relockOpts))},
+		{Name: NameRelockSplit, ContendedOnly: true, NewProcess: withSwitch(&abtest.SplitVotes, relockProcess(relockOpts))},
+		{Name: NameRelockNoQueue, ContendedOnly: true, NewProcess: withSwitch(&abtest.NoQueue, relockProcess(relockOpts))},
 		{Name: NameRedsyncDefaults, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess()},
 		{Name: NameRedsyncFast, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess(
 			redsync.WithRetryDelay(fastRetry), redsync.WithTries(fastTries))},
@@ -150,14 +153,15 @@ func relockProcess(opts lock.Options) func(addrs []string, pool int) (Process, e
 	}
 }
 
-// splitVotes makes newProcess's Clients with abtest.SplitVotes set: they
-// contend as relock did before its tie-breaker. The switch is read by
-// lock.New, so it is set only while the Client is made (scenarios make
-// their Processes one at a time).
-func splitVotes(newProcess func(addrs []string, pool int) (Process, error)) func(addrs []string, pool int) (Process, error) {
+// withSwitch makes newProcess's Clients with an abtest switch set: with
+// SplitVotes they contend as relock did before its tie-breaker, with
+// NoQueue as it did with the tie-breaker but before its wait queue. The
+// switch is read by lock.New, so it is set only while the Client is made
+// (scenarios make their Processes one at a time).
+func withSwitch(sw *atomic.Bool, newProcess func(addrs []string, pool int) (Process, error)) func(addrs []string, pool int) (Process, error) {
 	return func(addrs []string, pool int) (Process, error) {
-		abtest.SplitVotes.Store(true)
-		defer abtest.SplitVotes.Store(false)
+		sw.Store(true)
+		defer sw.Store(false)
 		return newProcess(addrs, pool)
 	}
 }

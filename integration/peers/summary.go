@@ -124,13 +124,15 @@ func (r *Report) Checks() []Check {
 				fmt.Sprintf("%.2f× (%s ÷ %s)", q, fmtRate(x.CyclesPerSec()), fmtRate(rs.CyclesPerSec())),
 				fmt.Sprintf("≥ %.0f×", spec10CyclesRatio), verdict(q >= spec10CyclesRatio))
 		}
-		if old := r.contended(NameRelockSplit, x.Nodes, x.Mode); old != nil {
-			add("A/B: relock ÷ relock (split votes, before), "+where,
-				fmt.Sprintf("cycles/s %.2f× (%s ÷ %s); hand-off p50 %.2f× (%s ÷ %s); server cmds /acq %.2f× (%s ÷ %s)",
-					x.CyclesPerSec()/max(old.CyclesPerSec(), 1e-9), fmtRate(x.CyclesPerSec()), fmtRate(old.CyclesPerSec()),
-					ratio(x.Handoff.P50(), old.Handoff.P50()), fmtDur(x.Handoff.P50()), fmtDur(old.Handoff.P50()),
-					x.ServerCmds/max(old.ServerCmds, 1e-9), fmtCmds(x.ServerCmds), fmtCmds(old.ServerCmds)),
-				"information", nil)
+		for _, before := range []string{NameRelockSplit, NameRelockNoQueue} {
+			if old := r.contended(before, x.Nodes, x.Mode); old != nil {
+				add("A/B: relock ÷ "+before+", "+where,
+					fmt.Sprintf("cycles/s %.2f× (%s ÷ %s); hand-off p50 %.2f× (%s ÷ %s); server cmds /acq %.2f× (%s ÷ %s)",
+						x.CyclesPerSec()/max(old.CyclesPerSec(), 1e-9), fmtRate(x.CyclesPerSec()), fmtRate(old.CyclesPerSec()),
+						ratio(x.Handoff.P50(), old.Handoff.P50()), fmtDur(x.Handoff.P50()), fmtDur(old.Handoff.P50()),
+						x.ServerCmds/max(old.ServerCmds, 1e-9), fmtCmds(x.ServerCmds), fmtCmds(old.ServerCmds)),
+					"information", nil)
+			}
 		}
 		if q := ratio(x.Handoff.P50(), x.Unlock.P50()); q > 0 {
 			add("relock hand-off p50 ÷ its Unlock p50 in the same run (one round trip under that load), "+where,
@@ -268,7 +270,9 @@ func (r *Report) Checks() []Check {
 }
 
 // isRelock reports whether lib is relock in any configuration.
-func isRelock(lib string) bool { return lib == NameRelock || lib == NameRelockSplit }
+func isRelock(lib string) bool {
+	return lib == NameRelock || lib == NameRelockSplit || lib == NameRelockNoQueue
+}
 
 func (r *Report) writeSummary(w io.Writer) {
 	checks := r.Checks()

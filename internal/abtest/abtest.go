@@ -8,3 +8,8 @@ import "sync/atomic"
 // did before the tie-breaker: every failed attempt undoes at once and every
 // woken waiter retries on all nodes.
 var SplitVotes atomic.Bool
+
+// NoQueue, when set before lock.New, makes the Client contend with the
+// tie-breaker but without its wait queue: every node announces a release
+// for any waiter, and one waiter per process wakes and probes.
+var NoQueue atomic.Bool

@@ -1,0 +1,61 @@
+package pubsub
+
+import "strings"
+
+// The messages a lock's release channel carries, as relock's release
+// scripts publish them (lua/prelude.lua, announce). ID is the release's id,
+// which begins with the releasing owner and a '/'; owners hold no spaces.
+//
+//	ID                  a copy for any waiter. Every node the release freed
+//	                    publishes one; the copies are counted (Options.Quorum).
+//	ID TARGET NEXT      a hand-off, from the node that breaks the lock's ties,
+//	                    the only copy: the lock goes to the waiting owner
+//	                    TARGET, and NEXT is the owner queued after it, who
+//	                    retries if TARGET does not take the lock within
+//	                    Options.HandOffWatch (it may have died). An empty
+//	                    TARGET means the queue was empty: any waiter, at once.
+//	ID k                for keepers only: waiters marked SetFirst (they hold
+//	                    part of the lock and wait for the rest, or cannot
+//	                    reach the node that sends hand-offs), at once.
+//
+// An empty payload is a bare wake (a wake passed on, a late subscription
+// confirmation): any waiter, at once.
+type message struct {
+	kind   messageKind
+	target string // hand-off only
+	next   string // hand-off only
+}
+
+type messageKind int
+
+const (
+	anyWaiter   messageKind = iota // ID: counted copies
+	handOff                        // ID TARGET NEXT
+	keepersOnly                    // ID k
+)
+
+// parseMessage reads a payload in the formats above. Anything else is read
+// as a release for any waiter, as before these formats existed.
+func parseMessage(payload string) message {
+	id, rest, found := strings.Cut(payload, " ")
+	if !found || id == "" {
+		return message{kind: anyWaiter}
+	}
+	if rest == "k" {
+		return message{kind: keepersOnly}
+	}
+	target, next, found := strings.Cut(rest, " ")
+	if !found {
+		return message{kind: anyWaiter}
+	}
+	return message{kind: handOff, target: target, next: next}
+}
+
+// copiesNeeded is how many copies of the message make it due: a quorum's
+// for a copy every node sends, one for the others.
+func (m message) copiesNeeded(quorum int) int {
+	if m.kind == anyWaiter {
+		return quorum
+	}
+	return 1
+}
