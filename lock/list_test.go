@@ -19,7 +19,7 @@ func TestNameOfKeyUndoesNewKey(t *testing.T) {
 			if !ok || got != name {
 				t.Errorf("nameOfKey(%q, %q) = %q, %v; want %q", prefix, key.Lock, got, ok, name)
 			}
-			for _, other := range []string{key.Fence, key.Tombstone("c:o"), key.Channel} {
+			for _, other := range []string{key.Fence, key.Tombstone("c:o"), key.Channel, key.Queue} {
 				if got, ok := nameOfKey(prefix, other); ok {
 					t.Errorf("nameOfKey(%q, %q) = %q: not a lock hash", prefix, other, got)
 				}
