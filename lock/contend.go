@@ -43,7 +43,11 @@ import (
 //     again at once by its last holder while its waiter wakes, the two
 //     would otherwise split the nodes; the probe gives the waiter, who
 //     goes straight to every node, a round trip's head start.
-//  4. Who wakes. The tie-breaker also keeps the lock's wait queue
+//  4. Who wakes (experimental, off unless abtest.WaitQueue is set: with it
+//     the chaos suite's fault phase sometimes collapsed on a loaded
+//     machine, cause not found; off, every node announces a release and
+//     one waiter per process wakes, then probes as in 3). The tie-breaker
+//     also keeps the lock's wait queue
 //     (reentrant.Key.Queue): a blocking Lock whose attempt found another
 //     owner holding the tie-breaker joins it, with a ticket drawn once per
 //     Lock call (its wall-clock time), from its second attempt on, so an
