@@ -43,7 +43,11 @@ import (
 //     again at once by its last holder while its waiter wakes, the two
 //     would otherwise split the nodes; the probe gives the waiter, who
 //     goes straight to every node, a round trip's head start.
-//  4. Who wakes. The tie-breaker also keeps the lock's wait queue
+//  4. Who wakes (experimental, off unless abtest.WaitQueue is set: with it
+//     the chaos suite's fault phase sometimes collapsed on a loaded
+//     machine, cause not found; off, every node announces a release and
+//     one waiter per process wakes, then probes as in 3). The tie-breaker
+//     also keeps the lock's wait queue
 //     (reentrant.Key.Queue): a blocking Lock whose attempt found another
 //     owner holding the tie-breaker joins it, with a ticket drawn once per
 //     Lock call (its wall-clock time), from its second attempt on, so an
@@ -84,36 +88,6 @@ func (c *Client) wakeOn(node int, key reentrant.Key) reentrant.Wake {
 // wakeAt is wakeOn for the node n.
 func (c *Client) wakeAt(n *reentrant.Node, key reentrant.Key) reentrant.Wake {
 	return c.wakeOn(slices.Index(c.nodes, n), key)
-}
-
-// announceIfTieFailed announces a full release on the nodes it freed, for
-// any waiter, when the tie-breaker did not free it too (it was down, slow,
-// or had lost the hold): no hand-off went out, and the waiters must not
-// sleep out the lease. The announcement goes in the background, as one
-// message per node that pubsub counts once (a hand-off to no one in
-// particular).
-func (c *Client) announceIfTieFailed(op reentrant.Op, replies []reply[reentrant.ReleaseResult]) {
-	tie := c.tieBreaker(op.Key)
-	if c.splitVotes || c.noQueue || replies[tie].err == nil && replies[tie].value == reentrant.Released {
-		return
-	}
-	var freed []int
-	for _, r := range replies {
-		if r.err == nil && r.value == reentrant.Released {
-			freed = append(freed, r.node)
-		}
-	}
-	if len(freed) == 0 {
-		return
-	}
-	payload := releaseID(op) + "  "
-	c.inBackground(func(life context.Context) {
-		for _, i := range freed {
-			ctx, cancel := context.WithTimeout(life, c.callTimeout(i))
-			_ = c.nodes[i].Client().Publish(ctx, op.Key.Channel, payload).Err()
-			cancel()
-		}
-	})
 }
 
 // tieBreaker returns the index of key's tie-breaker node.
@@ -184,7 +158,7 @@ func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Dur
 		k.ticket = time.Now().UnixMicro() // the next attempts join the queue if need be
 	}
 	tie := tieReply(a, k.tie)
-	k.tieLost = k.queue && tie.err != nil && !errors.Is(tie.err, errNotAsked)
+	k.tieLost = k.queue && ctxAlive(a) && tie.err != nil && !errors.Is(tie.err, errNotAsked)
 	won := tie.err == nil && tie.value.Acquired
 	now := time.Now()
 	if k.enabled && won && ctxAlive(a) {
@@ -272,8 +246,8 @@ func (k *contender) queueNode() int {
 // in the background, so that no release hands the lock to it. A Dequeue
 // that fails costs the next waiter one hand-off watch.
 func (k *contender) leaveQueue(c *Client, key reentrant.Key, owner string) {
-	if k.ticket == 0 {
-		return
+	if k.ticket == 0 || k.tieLost {
+		return // not queued, or the tie-breaker does not answer: let the watch move on
 	}
 	k.ticket = 0
 	c.inBackground(func(life context.Context) {
@@ -299,4 +273,4 @@ func ctxAlive(a attempt) bool {
 // splitVotesAtNew and noQueueAtNew read the A/B switches when a Client is
 // made.
 func splitVotesAtNew() bool { return abtest.SplitVotes.Load() }
-func noQueueAtNew() bool    { return abtest.NoQueue.Load() }
+func noQueueAtNew() bool    { return !abtest.WaitQueue.Load() }

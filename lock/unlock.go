@@ -100,9 +100,6 @@ func (m *Mutex) release(ctx context.Context, all bool) (err error) {
 	}
 	m.c.releaseOn(op, retry, deadline)
 	t.reached, t.agreed = agreed+notHeld, agreed
-	if target == 0 {
-		m.c.announceIfTieFailed(op, replies)
-	}
 
 	switch {
 	case agreed >= m.c.quorum:

@@ -253,11 +253,18 @@ func (b *Broker) message(_ int, channel, payload string) {
 	if b.closed {
 		return
 	}
-	need := parseMessage(payload).copiesNeeded(b.opts.Quorum)
-	wake, pending := b.dedup.observe(channel, payload, need, time.Now())
+	m := parseMessage(payload)
+	now := time.Now()
+	if m.kind == handOff {
+		b.dedup.noteHandOff(channel, m.id, now)
+	}
+	wake, pending := b.dedup.observe(channel, payload, m.copiesNeeded(b.opts.Quorum), now)
 	switch {
 	case wake:
 		b.dispatch(channel, payload)
+		if m.kind == keepersOnly {
+			b.unlessHandedOff(channel, m.id)
+		}
 	case pending != nil:
 		time.AfterFunc(b.opts.Grace, func() {
 			b.mu.Lock()
@@ -281,6 +288,21 @@ func (b *Broker) dispatch(channel, payload string) {
 	if watch != nil {
 		b.watchHandOff(watch)
 	}
+}
+
+// unlessHandedOff gives release id of channel to one waiter here, as a
+// copy for any waiter would, if no hand-off of it has arrived by
+// Options.Grace after its first copy for keepers: the node that hands the
+// lock off failed to, or this process does not hear it (see message.go).
+// The caller holds b.mu.
+func (b *Broker) unlessHandedOff(channel, id string) {
+	time.AfterFunc(b.opts.Grace, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if !b.closed && !b.dedup.sawHandOff(channel, id) {
+			b.dispatch(channel, id)
+		}
+	})
 }
 
 // unwantLater unsubscribes channel on every node once it has had no waiter

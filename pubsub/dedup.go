@@ -131,3 +131,28 @@ func (d *dedup) pop() {
 
 // len returns how many releases are remembered.
 func (d *dedup) len() int { return len(d.seen) }
+
+// handOffMark is the key under which a dedup remembers that a hand-off of
+// release id was seen on channel (see message.go): no payload begins with
+// a NUL byte.
+func handOffMark(channel, id string) dedupKey { return dedupKey{channel, "\x00hand-off " + id} }
+
+// noteHandOff remembers, for the dedup window, that a hand-off of release
+// id arrived on channel.
+func (d *dedup) noteHandOff(channel, id string, now time.Time) {
+	d.expire(now)
+	key := handOffMark(channel, id)
+	if _, ok := d.seen[key]; ok {
+		return
+	}
+	e := &dedupEntry{expires: now.Add(d.window), due: true}
+	d.seen[key] = e
+	d.order = append(d.order, dedupItem{key, e})
+}
+
+// sawHandOff reports whether a hand-off of release id arrived on channel
+// within the dedup window.
+func (d *dedup) sawHandOff(channel, id string) bool {
+	_, ok := d.seen[handOffMark(channel, id)]
+	return ok
+}

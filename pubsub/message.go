@@ -4,7 +4,9 @@ import "strings"
 
 // The messages a lock's release channel carries, as relock's release
 // scripts publish them (lua/prelude.lua, announce). ID is the release's id,
-// which begins with the releasing owner and a '/'; owners hold no spaces.
+// which begins with the releasing owner and a '/'; owners, CLIENT:ID with
+// one CLIENT per process, hold no spaces. A waiter of TARGET's (or NEXT's)
+// process stands in for it when it no longer waits.
 //
 //	ID                  a copy for any waiter. Every node the release freed
 //	                    publishes one; the copies are counted (Options.Quorum).
@@ -16,12 +18,17 @@ import "strings"
 //	                    TARGET means the queue was empty: any waiter, at once.
 //	ID k                for keepers only: waiters marked SetFirst (they hold
 //	                    part of the lock and wait for the rest, or cannot
-//	                    reach the node that sends hand-offs), at once.
+//	                    reach the node that sends hand-offs), at once. If no
+//	                    hand-off of the same release arrives within
+//	                    Options.Grace (the node that sends them failed, or
+//	                    this process's subscription to it is down), the
+//	                    release goes to one waiter here, as an ID would.
 //
 // An empty payload is a bare wake (a wake passed on, a late subscription
 // confirmation): any waiter, at once.
 type message struct {
 	kind   messageKind
+	id     string // the release's id ("" for a bare wake)
 	target string // hand-off only
 	next   string // hand-off only
 }
@@ -39,16 +46,16 @@ const (
 func parseMessage(payload string) message {
 	id, rest, found := strings.Cut(payload, " ")
 	if !found || id == "" {
-		return message{kind: anyWaiter}
+		return message{kind: anyWaiter, id: id}
 	}
 	if rest == "k" {
-		return message{kind: keepersOnly}
+		return message{kind: keepersOnly, id: id}
 	}
 	target, next, found := strings.Cut(rest, " ")
 	if !found {
-		return message{kind: anyWaiter}
+		return message{kind: anyWaiter, id: payload}
 	}
-	return message{kind: handOff, target: target, next: next}
+	return message{kind: handOff, id: id, target: target, next: next}
 }
 
 // copiesNeeded is how many copies of the message make it due: a quorum's

@@ -12,12 +12,12 @@ func TestParseMessage(t *testing.T) {
 		want    message
 	}{
 		{"", message{kind: anyWaiter}},
-		{"c:o/7", message{kind: anyWaiter}},
-		{"c:o/7 k", message{kind: keepersOnly}},
-		{"c:o/7 c:a c:b", message{kind: handOff, target: "c:a", next: "c:b"}},
-		{"c:o/7 c:a ", message{kind: handOff, target: "c:a"}},
-		{"c:o/7  ", message{kind: handOff}},
-		{"c:o/7 odd", message{kind: anyWaiter}},
+		{"c:o/7", message{kind: anyWaiter, id: "c:o/7"}},
+		{"c:o/7 k", message{kind: keepersOnly, id: "c:o/7"}},
+		{"c:o/7 c:a c:b", message{kind: handOff, id: "c:o/7", target: "c:a", next: "c:b"}},
+		{"c:o/7 c:a ", message{kind: handOff, id: "c:o/7", target: "c:a"}},
+		{"c:o/7  ", message{kind: handOff, id: "c:o/7"}},
+		{"c:o/7 odd", message{kind: anyWaiter, id: "c:o/7 odd"}},
 		{" x y", message{kind: anyWaiter}},
 	} {
 		if got := parseMessage(tc.payload); got != tc.want {
@@ -46,9 +46,9 @@ func ownedWaiters(r *registry, channel string, owners ...string) []*Waiter {
 
 func TestRegistryHandOffWakesItsTargetOnly(t *testing.T) {
 	r := newRegistry()
-	ws := ownedWaiters(r, "c", "c:a", "c:b", "c:t", "c:n")
+	ws := ownedWaiters(r, "c", "a:1", "b:1", "t:1", "n:1")
 
-	ok, watch := r.dispatch("c", "c:o/1 c:t c:n")
+	ok, watch := r.dispatch("c", "o:1/1 t:1 n:1")
 	if !ok {
 		t.Fatal("a hand-off reported unclaimed")
 	}
@@ -64,13 +64,13 @@ func TestRegistryHandOffWakesItsTargetOnly(t *testing.T) {
 
 	// A target of another process: nobody here wakes, and that is no
 	// unclaimed release.
-	ok, watch = r.dispatch("c", "c:o/2 c:elsewhere ")
+	ok, watch = r.dispatch("c", "o:1/2 elsewhere:1 ")
 	if !ok || watch != nil || len(woken(ws)) != 0 {
 		t.Fatalf("a hand-off to another process: claimed %v, watch %v, woke %v", ok, watch, woken(ws))
 	}
 
 	// An empty target: the queue was empty, any waiter goes.
-	if ok, _ := r.dispatch("c", "c:o/3  "); !ok || len(woken(ws)) != 1 {
+	if ok, _ := r.dispatch("c", "o:1/3  "); !ok || len(woken(ws)) != 1 {
 		t.Fatal("a hand-off to nobody in particular woke no one")
 	}
 }
@@ -101,5 +101,31 @@ func TestDedupHandOffIsDueAtItsOnlyCopy(t *testing.T) {
 	}
 	if wake, _ := d.observe("c", "c:o/1 k", 1, now); wake {
 		t.Fatal("a second keepers-only copy of one release woke again")
+	}
+}
+
+// A hand-off whose target, or next in line, was a waiter of this process
+// that gave up goes to another waiter of the same process instead: the
+// queue's entry outlived its waiter.
+func TestRegistryHandOffToAGoneWaiterGoesToAnotherOfItsProcess(t *testing.T) {
+	r := newRegistry()
+	ws := ownedWaiters(r, "c", "p1:a", "p2:x", "p1:b", "p2:y")
+	ok, watch := r.dispatch("c", "p9:o/1 p1:gone p2:gone")
+	if !ok {
+		t.Fatal("a hand-off reported unclaimed")
+	}
+	if got := woken(ws); !slices.Equal(got, []int{0}) {
+		t.Fatalf("woken %v, want the gone target's process's oldest waiter [0]", got)
+	}
+	if ws[0].why != WokenHandOff {
+		t.Fatal("the stand-in goes straight to every node, as the target would")
+	}
+	if watch != ws[1] {
+		t.Fatalf("watch = %p, want the gone next's process's oldest waiter %p", watch, ws[1])
+	}
+
+	// Another process's target: nobody here stands in.
+	if _, watch := r.dispatch("c", "p9:o/2 p7:t p8:n"); watch != nil || len(woken(ws)) != 0 {
+		t.Fatal("a hand-off between other processes woke or watched a waiter here")
 	}
 }

@@ -1,6 +1,9 @@
 package pubsub
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // registry knows the local waiters of each channel, oldest first, and decides
 // who a wake goes to. It does no I/O and is not safe for concurrent use; the
@@ -67,25 +70,54 @@ func (r *registry) dispatch(channel, payload string) (claimed bool, watch *Waite
 	case m.kind == keepersOnly:
 		return r.wakeOldest(channel, payload, true), nil
 	case m.kind == handOff && m.target != "":
-		for _, w := range r.chans[channel] {
-			switch w.owner {
-			case m.target:
-				w.noteReason(WokenHandOff)
-				if w.wakeUp() {
-					r.wakes++
-				}
-				claimed = true
-			case m.next:
-				watch = w
-			}
-		}
-		// A target waiting elsewhere is another process's to wake.
-		return true, watch
+		return true, r.handOff(channel, m)
 	}
 	if r.wakeOldest(channel, payload, true) {
 		return true, nil
 	}
 	return r.wakeOldest(channel, payload, false), nil
+}
+
+// handOff wakes the hand-off's target and returns the waiter to watch for
+// it (see dispatch). An owner is CLIENT:ID, one CLIENT per process (per
+// lock.Client): when the target or the next in line is of this process but
+// no longer waits (it gave up, and the queue did not hear of it yet),
+// another waiter of the process takes its place, so a queue entry that
+// outlived its waiter costs nothing while its process lives.
+func (r *registry) handOff(channel string, m message) (watch *Waiter) {
+	var target, sameTarget, next, sameNext *Waiter
+	for _, w := range r.chans[channel] {
+		switch {
+		case w.owner == m.target:
+			target = w
+		case w.owner == m.next:
+			next = w
+		case sameClient(w.owner, m.target) && sameTarget == nil:
+			sameTarget = w
+		case sameClient(w.owner, m.next) && sameNext == nil:
+			sameNext = w
+		}
+	}
+	if target == nil {
+		target = sameTarget
+	}
+	if target != nil {
+		target.noteReason(WokenHandOff)
+		if target.wakeUp() {
+			r.wakes++
+		}
+	}
+	if next == nil && sameNext != target {
+		next = sameNext
+	}
+	return next
+}
+
+// sameClient reports whether two owners (CLIENT:ID) belong to one Client.
+func sameClient(a, b string) bool {
+	ca, _, okA := strings.Cut(a, ":")
+	cb, _, okB := strings.Cut(b, ":")
+	return okA && okB && ca != "" && ca == cb
 }
 
 // wakeOldest wakes the oldest waiter of channel with first set as given

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// call runs relock's command line with RELOCK_NODES set to nodes and
+// returns its exit code, stdout and stderr.
+func call(nodes string, args ...string) (int, string, string) {
+	var out, errOut strings.Builder
+	e := &env{stdout: &out, stderr: &errOut, getenv: func(k string) string {
+		if k == nodesEnv {
+			return nodes
+		}
+		return ""
+	}}
+	code := relock(context.Background(), e, args)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpGoesToStdoutWithStatusZero(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"help", "run"}, {"run", "--help"}, {"inspect", "-h"}, {"--nodes", "x:1", "ls", "--help"}, {"help", "bench"}, {"unlock", "--help"}} {
+		code, out, errOut := call("", args...)
+		if code != exitOK || errOut != "" || !strings.Contains(out, "Usage: relock") || !strings.Contains(out, "Exit status:") {
+			t.Errorf("relock %q: exit %d, stderr %q, stdout:\n%s", args, code, errOut, out)
+		}
+	}
+	_, out, _ := call("", "run", "--help")
+	for _, want := range []string{"--kill-after DURATION", "-w, --wait DURATION", "--fencing", "RELOCK_TOKEN", "Examples:", "relock run nightly-report -- ./report.sh"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run --help lacks %q", want)
+		}
+	}
+}
+
+func TestUsageErrorsExitTwoBeforeAnyNode(t *testing.T) {
+	// Node 1 would be reachable nowhere: a usage error must come first.
+	const nodes = "127.0.0.1:1"
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"--bogus", "ls"},
+		{"run"},
+		{"run", "name"},
+		{"run", "--wait", "1s", "--no-wait", "name", "--", "true"},
+		{"run", "--wait", "-1s", "name", "true"},
+		{"run", "--lease", "0s", "name", "true"},
+		{"run", "--kill-after", "-1s", "name", "true"},
+		{"inspect"},
+		{"inspect", "a", "b"},
+		{"inspect", "--json=maybe", "a"},
+		{"unlock", "name"},
+		{"ls", "a", "b"},
+		{"ls", "--limit", "0"},
+		{"bench", "--clients", "0"},
+		{"bench", "--clients", "1,x"},
+		{"bench", "--duration", "11m"},
+		{"bench", "--ops", "0"},
+		{"bench", "extra"},
+		{"--nodes", "http://h:1", "inspect", "x"},
+		{"inspect", "--nodes", "h:1,,h:2", "x"},
+		{"inspect", "--node-timeout", "-1s", "x"},
+		{"--node-timeout", "-1s", "inspect", "x"}, // globals before the command's name count too
+		{"--node-timeout", "1s", "run", "--lease", "2s", "x", "true"},
+		{"inspect", "--node-timeout", "100ms", "--nodes", "h:1,h:1", "x"}, // duplicate node: lock.New says so
+	} {
+		code, out, errOut := call(nodes, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "usage: relock") {
+			t.Errorf("relock %q: exit %d; want %d with a usage message; stdout %q, stderr %q", args, code, exitUsage, out, errOut)
+		}
+	}
+	if code, _, errOut := call("", "inspect", "x"); code != exitUsage || !strings.Contains(errOut, nodesEnv) {
+		t.Errorf("no nodes: exit %d, %q", code, errOut)
+	}
+}
+
+func TestRunOfAMissingCommandExits127WithoutLocking(t *testing.T) {
+	code, _, errOut := call("127.0.0.1:1", "run", "name", "--", "relock-no-such-command")
+	if code != exitNotFound || !strings.Contains(errOut, "not found") {
+		t.Fatalf("exit %d, stderr %q; want %d", code, errOut, exitNotFound)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if code, out, _ := call("", "--version"); code != exitOK || !strings.HasPrefix(out, "relock ") {
+		t.Fatalf("--version: %d %q", code, out)
+	}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/relock-go/relock/lock"
+)
+
+var unlockCommand = &command{
+	name:         "unlock",
+	args:         "--force NAME",
+	summary:      "free the lock NAME, whoever holds it",
+	minArgs:      1,
+	maxArgs:      1,
+	verbatimFrom: -1,
+	setup:        setupUnlock,
+	help: `
+Deletes the lock NAME on every node, whoever holds it, and wakes its
+waiters: for a lock whose holder is gone and whose lease is long. The holder,
+if it still runs, finds out at its next renewal (a relock run then stops its
+CMD and exits 3). --force is required. When stdin is a terminal, unlock shows
+the lock and asks before it deletes anything, unless --yes is given.
+Freeing a lock that is already free succeeds. Exit status 1 when the
+question was not answered yes.`,
+	examples: `
+  relock unlock --force nightly-report
+  relock unlock --force --yes nightly-report    # from a script on a terminal`,
+}
+
+func setupUnlock(fs *flag.FlagSet) action {
+	force := fs.Bool("force", false, "release the lock whoever holds it (required)")
+	yes := fs.Bool("yes", false, "do not ask for confirmation on a terminal")
+	alias(fs, "y", "yes")
+	return func(ctx context.Context, e *env, g *globals, args []string) error {
+		if !*force {
+			return usagef("unlock releases a lock whoever holds it: confirm with --force")
+		}
+		c, closeAll, err := g.connect(lock.Options{})
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		ask := !*yes && isTerminal(os.Stdin)
+		if ask {
+			if err := confirm(ctx, e, c, args[0]); err != nil {
+				return err
+			}
+		}
+		if err := c.ForceUnlock(ctx, args[0]); err != nil {
+			return err
+		}
+		if ask {
+			fmt.Fprintf(e.stderr, "relock unlock: lock %q released\n", args[0])
+		}
+		return nil
+	}
+}
+
+// confirm shows the lock name and asks on the terminal whether to release
+// it; anything but yes is an exitNotAcquired error.
+func confirm(ctx context.Context, e *env, c *lock.Client, name string) error {
+	states, err := c.Inspect(ctx, name)
+	if err != nil {
+		return err
+	}
+	_, quorum := c.Nodes()
+	v := newLockView(name, states, quorum)
+	fmt.Fprintln(e.stderr, v.summary())
+	if err := v.writeNodes(e.stderr); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "Release lock %q whoever holds it? [y/N] ", name)
+	answers := make(chan string, 1) // the read may outlive ctx: relock exits then
+	go func() {
+		answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		answers <- answer
+	}()
+	select {
+	case answer := <-answers:
+		switch strings.ToLower(strings.TrimSpace(answer)) {
+		case "y", "yes":
+			return nil
+		}
+	case <-ctx.Done():
+		fmt.Fprintln(e.stderr)
+	}
+	return exitWith(exitNotAcquired, "lock %q left as it is", name)
+}

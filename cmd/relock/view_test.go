@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/reentrant"
+)
+
+func TestFormatTTL(t *testing.T) {
+	for ms, want := range map[int64]string{-1: "never", -2: "-", 0: "0ms", 850: "850ms", 1049: "1s", 29_460: "29.5s", 61_400: "1m1s", 3_600_000: "1h0m0s"} {
+		if got := formatTTL(ms); got != want {
+			t.Errorf("formatTTL(%d) = %q; want %q", ms, got, want)
+		}
+	}
+	if ttlMillis(lock.NoExpiry) != -1 || ttlMillis(1500*time.Millisecond) != 1500 {
+		t.Error("ttlMillis")
+	}
+}
+
+func TestDisplayNameQuotesOnlyWhatNeedsIt(t *testing.T) {
+	for name, want := range map[string]string{"orders:42": "orders:42", "a b": `"a b"`, "x\ny": `"x\ny"`, `q"`: `"q\""`, "ünï": "ünï"} {
+		if got := displayName(name); got != want {
+			t.Errorf("displayName(%q) = %s; want %s", name, got, want)
+		}
+	}
+}
+
+// threeNodes is a lock held by "a" on nodes 0 and 1, with node 2 down.
+func threeNodes() []lock.NodeState {
+	return []lock.NodeState{
+		{Node: 0, Addr: "r1:6379", Info: reentrant.Info{Holders: map[string]int64{"a": 2}, TTL: 9 * time.Second, Fence: 7}},
+		{Node: 1, Addr: "r2:6379", Info: reentrant.Info{Holders: map[string]int64{"a": 2}, TTL: 8 * time.Second, Fence: 7}},
+		{Node: 2, Addr: "r3:6379", Err: errors.New("connection refused")},
+	}
+}
+
+func TestLockViewOfAQuorumHold(t *testing.T) {
+	v := newLockView("job", threeNodes(), 2)
+	if !v.known() || !v.Held || v.Answered != 2 || v.Holder == nil || *v.Holder != (holderOut{Owner: "a", Count: 2, TTLms: 8000, Nodes: 2}) {
+		t.Fatalf("view: %+v holder %+v", v, v.Holder)
+	}
+	if got, want := v.summary(), `lock "job": held by a (count 2, TTL 8s) on 2 of 3 nodes (quorum 2)`; got != want {
+		t.Errorf("summary %q; want %q", got, want)
+	}
+	var b strings.Builder
+	if err := v.writeNodes(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `NODE  ADDRESS  HOLDER  COUNT  TTL  FENCE
+0     r1:6379  a       2      9s   7
+1     r2:6379  a       2      8s   7
+2     r3:6379  unreachable: connection refused
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestLockViewSummaries(t *testing.T) {
+	free := []lock.NodeState{{Node: 0, Info: reentrant.Info{Holders: map[string]int64{}, TTL: -2}}}
+	if s := newLockView("x", free, 1).summary(); s != `lock "x": free on all 1 nodes that answered (of 1)` {
+		t.Errorf("free: %q", s)
+	}
+	states := threeNodes()
+	states[1].Info.Holders = map[string]int64{"b": 1}
+	if v := newLockView("x", states, 2); v.Held || !strings.Contains(v.summary(), "not held: present on 2 of 3 nodes") {
+		t.Errorf("split: %q", v.summary())
+	}
+	states[1].Err = errors.New("down")
+	if v := newLockView("x", states, 2); v.known() || !strings.Contains(v.summary(), "unknown: 1 of 3 nodes answered, 2 needed") {
+		t.Errorf("unknown: %q", v.summary())
+	}
+}
+
+func TestLsTable(t *testing.T) {
+	held := newLockView("job", threeNodes(), 2)
+	states := threeNodes()
+	states[1].Info.Holders = map[string]int64{}
+	partial := newLockView("a b", states, 2)
+	var b strings.Builder
+	if err := (&lsOut{Locks: []lockView{held, partial}}).writeTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `NAME   HOLDER       COUNT  TTL  NODES
+job    a            2      8s   2/3
+"a b"  (no quorum)  -      -    1/3
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

@@ -1,0 +1,255 @@
+package integration_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// requireMatchesInspect checks that one lock of relock's JSON output says
+// what the library's Inspect says of it: per node holders, counts and
+// fencing counter, TTLs within the seconds between the two reads, and the
+// quorum's holder.
+func requireMatchesInspect(t *testing.T, c *lock.Client, got inspectJSON, name string, holder *lock.Mutex, count int64) {
+	t.Helper()
+	states, err := c.Inspect(ctxFor(t, 10*time.Second), name)
+	require.NoError(t, err)
+	n, quorum := c.Nodes()
+	require.Equal(t, name, got.Name)
+	require.Equal(t, quorum, got.Quorum)
+	require.Len(t, got.Nodes, n)
+	for i, s := range states {
+		node := got.Nodes[i]
+		require.Equal(t, i, node.Node)
+		require.Equal(t, cluster.Nodes[i].Addr(), node.Addr)
+		require.NoError(t, s.Err)
+		require.Empty(t, node.Error)
+		require.Equal(t, s.Info.Holders, node.Holders, "node %d holders", i)
+		require.Equal(t, s.Info.Fence, node.Fence, "node %d fencing counter", i)
+		require.NotNil(t, node.TTLms, "node %d TTL", i)
+		require.InDelta(t, s.Info.TTL.Milliseconds(), *node.TTLms, 5000, "node %d TTL", i)
+	}
+	require.True(t, got.Held)
+	require.NotNil(t, got.Holder)
+	require.Equal(t, holder.Owner(), got.Holder.Owner)
+	require.Equal(t, count, got.Holder.Count)
+	require.Equal(t, n, got.Holder.Nodes)
+	require.Equal(t, n, got.Answered)
+}
+
+// testCLIInspectAndLs: inspect and ls, as tables and as JSON, report what
+// the library's Inspect reports, for a name that needs escaping in its key.
+func testCLIInspectAndLs(t *testing.T, cli relockCLI, n int) {
+	reset(t)
+	c := newLockClient(t, n, lock.Options{})
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "report:{eu} 1"
+	m := c.NewMutex(name, lock.WithFencing(lock.CounterTokens))
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx)) // count 2
+	other := c.NewMutex("other")
+	require.NoError(t, other.Lock(ctx))
+
+	code, out, stderr := cli.run(t, n, "inspect", "--json", name)
+	require.Equal(t, 0, code, stderr)
+	var view inspectJSON
+	decodeJSON(t, out, &view)
+	requireMatchesInspect(t, c, view, name, m, 2)
+	require.Equal(t, m.Token(), view.Nodes[0].Fence, "the fencing counter is the holder's token")
+
+	code, out, stderr = cli.run(t, n, "inspect", name)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, fmt.Sprintf("held by %s (count 2, TTL ", m.Owner()))
+	require.Contains(t, out, fmt.Sprintf("on %d of %d nodes (quorum %d)", n, n, n/2+1))
+	require.Equal(t, n+2, strings.Count(out, "\n"), "a summary, a header and one row per node:\n%s", out)
+
+	code, out, stderr = cli.run(t, n, "ls", "--json", "report:*")
+	require.Equal(t, 0, code, stderr)
+	var listed lsJSON
+	decodeJSON(t, out, &listed)
+	require.Len(t, listed.Locks, 1, "only the lock matching the pattern: %s", out)
+	requireMatchesInspect(t, c, listed.Locks[0], name, m, 2)
+	require.False(t, listed.Truncated)
+	require.Empty(t, listed.Unreachable)
+
+	code, out, stderr = cli.run(t, n, "ls")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, fmt.Sprintf(`(?m)^"report:\{eu\} 1"\s+%s\s+2\s+\S+s\s+%d/%d$`, m.Owner(), n, n), out)
+	require.Regexp(t, fmt.Sprintf(`(?m)^other\s+%s\s+1\s+\S+s\s+%d/%d$`, other.Owner(), n, n), out)
+
+	code, out, stderr = cli.run(t, n, "ls", "--limit", "1", "--json")
+	require.Equal(t, 0, code, stderr)
+	var cut lsJSON
+	decodeJSON(t, out, &cut)
+	require.True(t, cut.Truncated, "two locks, a limit of one per node")
+	require.NotEmpty(t, cut.Locks)
+	require.LessOrEqual(t, len(cut.Locks), n, "at most one lock from each node")
+	require.Contains(t, stderr, "incomplete")
+
+	// Once released, neither lists it.
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, other.Unlock(ctx))
+	code, out, _ = cli.run(t, n, "ls", "--json")
+	require.Equal(t, 0, code)
+	var none lsJSON
+	decodeJSON(t, out, &none)
+	require.Empty(t, none.Locks)
+	code, out, _ = cli.run(t, n, "inspect", "--json", name)
+	require.Equal(t, 0, code)
+	var freed inspectJSON
+	decodeJSON(t, out, &freed)
+	require.False(t, freed.Held)
+	require.Nil(t, freed.Holder)
+}
+
+// testCLIInspectNodeDown: with one node of three stopped, inspect shows it
+// unreachable and the lock still held on the quorum (exit 0); with two
+// stopped, the state is unknown (exit 4).
+func testCLIInspectNodeDown(t *testing.T, cli relockCLI) {
+	reset(t)
+	_, m, ctx := holdLock(t, 3, "down")
+	require.NoError(t, cluster.Nodes[2].Stop(ctx))
+
+	code, out, stderr := cli.run(t, 3, "inspect", "--json", "down")
+	require.Equal(t, 0, code, stderr)
+	var view inspectJSON
+	decodeJSON(t, out, &view)
+	require.True(t, view.Held)
+	require.Equal(t, m.Owner(), view.Holder.Owner)
+	require.Equal(t, 2, view.Answered)
+	require.NotEmpty(t, view.Nodes[2].Error, "the stopped node is reported")
+	require.Nil(t, view.Nodes[2].Holders)
+
+	code, out, stderr = cli.run(t, 3, "ls")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, m.Owner())
+	require.Contains(t, stderr, "node 2 ("+cluster.Nodes[2].Addr()+") could not be read")
+
+	require.NoError(t, cluster.Nodes[1].Stop(ctx))
+	code, out, stderr = cli.run(t, 3, "inspect", "down")
+	require.Equal(t, 4, code, "stdout: %s stderr: %s", out, stderr)
+	require.Contains(t, out, "unknown: 1 of 3 nodes answered, 2 needed")
+	require.Contains(t, out, "unreachable")
+	code, _, stderr = cli.run(t, 3, "ls")
+	require.Equal(t, 4, code, stderr)
+	code, _, stderr = cli.run(t, 3, "run", "--no-wait", "down", "--", "true")
+	require.Equal(t, 4, code, "no quorum: %s", stderr)
+	require.Contains(t, stderr, "quorum not reached")
+}
+
+// testCLILsMinority: a lock key on one node of three (what a failed
+// attempt leaves until its lease ends) is not a held lock: ls leaves it
+// out, ls --all shows it.
+func testCLILsMinority(t *testing.T, cli relockCLI) {
+	reset(t)
+	key, err := reentrant.NewKey("", "partial")
+	require.NoError(t, err)
+	ctx := ctxFor(t, 10*time.Second)
+	require.NoError(t, cluster.Nodes[0].Direct().HSet(ctx, key.Lock, "c:o", 1).Err())
+	require.NoError(t, cluster.Nodes[0].Direct().PExpire(ctx, key.Lock, time.Minute).Err())
+
+	code, out, stderr := cli.run(t, 3, "ls", "--json")
+	require.Equal(t, 0, code, stderr)
+	var listed lsJSON
+	decodeJSON(t, out, &listed)
+	require.Empty(t, listed.Locks)
+
+	code, out, stderr = cli.run(t, 3, "ls", "--all", "--json")
+	require.Equal(t, 0, code, stderr)
+	var all lsJSON
+	decodeJSON(t, out, &all)
+	require.Len(t, all.Locks, 1)
+	require.Equal(t, "partial", all.Locks[0].Name)
+	require.False(t, all.Locks[0].Held)
+	require.Equal(t, map[string]int64{"c:o": 1}, all.Locks[0].Nodes[0].Holders)
+
+	code, out, _ = cli.run(t, 3, "ls", "--all")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "partial  (no quorum)  -      -    1/3")
+}
+
+// testCLIBadInput: bad flags, arguments and URLs exit 2 with a usage
+// message, and change nothing on any node: no key changes, no connection
+// is even opened.
+func testCLIBadInput(t *testing.T, cli relockCLI, n int) {
+	reset(t)
+	c, m, ctx := holdLock(t, n, "kept") // not renewed: nothing else talks to the nodes
+	require.NoError(t, cluster.Nodes[0].Direct().Set(ctx, "unrelated", "v", 0).Err())
+	ran := filepath.Join(t.TempDir(), "ran")
+	before := keyspace(t)
+	for _, args := range [][]string{
+		{"frobnicate", "kept"},
+		{"run", "--bogus", "kept", "--", "touch", ran},
+		{"run", "--wait", "1s", "--no-wait", "kept", "--", "touch", ran},
+		{"run", "--wait", "soon", "kept", "--", "touch", ran},
+		{"run", "--lease", "-1s", "kept", "--", "touch", ran},
+		{"run", "kept"},
+		{"unlock", "kept"},
+		{"unlock", "--force"},
+		{"unlock", "--force", "kept", "extra"},
+		{"inspect"},
+		{"ls", "--limit", "-1"},
+		{"bench", "--clients", "0"},
+		{"--nodes", "redis://" + cluster.Nodes[0].Addr() + ",ftp://x", "unlock", "--force", "kept"},
+		{"--nodes", "redis://" + cluster.Nodes[0].Addr() + ":99999", "unlock", "--force", "kept"},
+		{"--nodes", "redis://" + cluster.Nodes[0].Addr() + "/notadb", "unlock", "--force", "kept"},
+		{"unlock", "--force", "--nodes", nodeURLs(n) + "," + nodeURLs(1), "kept"}, // a node twice
+		{"--node-timeout", "-5ms", "unlock", "--force", "kept"},
+		{"run", "--node-timeout", "1s", "--lease", "2s", "kept", "--", "touch", ran}, // lease < 10 × node timeout
+	} {
+		code, out, stderr := cli.run(t, n, args...)
+		require.Equal(t, 2, code, "relock %q: stdout %q stderr %q", args, out, stderr)
+		require.Contains(t, stderr, "usage: relock", "relock %q", args)
+	}
+	require.Equal(t, before, keyspace(t), "bad command lines changed or contacted a node")
+	require.NoFileExists(t, ran)
+	ok, err := c.IsLocked(ctx, "kept")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, m.Unlock(ctx))
+}
+
+// testCLIUserPassword: a node URL with a user and password (an ACL user)
+// works, and a wrong password fails without showing the password.
+func testCLIUserPassword(t *testing.T, cli relockCLI) {
+	reset(t)
+	ctx := ctxFor(t, 10*time.Second)
+	direct := cluster.Nodes[0].Direct()
+	require.NoError(t, direct.Do(ctx, "ACL", "SETUSER", "relock-cli", "on", ">s3cret-pw", "~*", "&*", "+@all").Err())
+	t.Cleanup(func() { _ = direct.Do(ctxFor(t, 5*time.Second), "ACL", "DELUSER", "relock-cli").Err() })
+	addr := cluster.Nodes[0].Addr()
+
+	code, _, stderr := cli.run(t, 0, "--nodes", "redis://relock-cli:s3cret-pw@"+addr, "run", "acl", "--", "true")
+	require.Equal(t, 0, code, stderr)
+	code, out, stderr := cli.run(t, 0, "--nodes", "redis://relock-cli:wrong-pw@"+addr, "inspect", "acl")
+	require.Equal(t, 4, code, "stdout %s stderr %s", out, stderr)
+	require.NotContains(t, out+stderr, "wrong-pw")
+}
+
+// testCLIBench: bench on one master completes cycles, writes a progress
+// line and a table, and leaves no lock held.
+func testCLIBench(t *testing.T, cli relockCLI) {
+	reset(t)
+	code, out, stderr := cli.run(t, 1, "bench", "--clients", "2", "--duration", "2500ms", "--ops", "100000")
+	require.Equal(t, 0, code, "stdout %s stderr %s", out, stderr)
+	require.Contains(t, stderr, "relock bench: 2 clients: ", "a progress line")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4, "a title, a blank line, a header and one row:\n%s", out)
+	require.Contains(t, lines[2], "LOCK P50")
+	fields := strings.Fields(lines[3])
+	require.Equal(t, "2", fields[0], "the round of 2 clients")
+	require.NotEqual(t, "0", fields[2], "cycles done")
+	require.Equal(t, "0", fields[3], "no errors")
+
+	code, out, _ = cli.run(t, 1, "ls", "--all", "relock-bench/*")
+	require.Equal(t, 0, code)
+	require.Equal(t, 1, strings.Count(out, "\n"), "no bench lock left: %s", out)
+}
