@@ -81,19 +81,14 @@ func (b *Broker) Subscribe(ctx context.Context, channel string) (*Waiter, error)
 	return b.SubscribeOwner(ctx, channel, "", "")
 }
 
-// SubscribeIgnoring is Subscribe for a waiter that is not woken by messages
-// whose payload starts with ignore (when ignore is not empty): a lock owner
-// waiting for a release ignores its own, such as the undo of its own failed
-// attempt, which frees nothing it is waiting for. A message it ignores goes
-// to the next waiter of the channel.
-func (b *Broker) SubscribeIgnoring(ctx context.Context, channel, ignore string) (*Waiter, error) {
-	return b.SubscribeOwner(ctx, channel, "", ignore)
-}
-
-// SubscribeOwner is SubscribeIgnoring for a waiter that waits as the lock
-// owner owner: a hand-off that names owner wakes it (see message.go), and
-// one that names it as the next in line wakes it Options.HandOffWatch later
-// unless another wake came in between.
+// SubscribeOwner is Subscribe for a waiter that waits as the lock owner
+// owner and is not woken by messages whose payload starts with ignore (when
+// ignore is not empty): a lock owner waiting for a release ignores its own,
+// such as the undo of its own failed attempt, which frees nothing it is
+// waiting for; a message it ignores goes to the next waiter of the channel.
+// A hand-off that names owner wakes it (see message.go), and one that names
+// it as the next in line wakes it Options.HandOffWatch later unless another
+// wake came in between.
 func (b *Broker) SubscribeOwner(ctx context.Context, channel, owner, ignore string) (*Waiter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
