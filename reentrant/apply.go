@@ -39,10 +39,10 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 		var call scriptCall
 		if ch.Release {
 			results[i].Err = op.check(0)
-			call = scriptCall{lua.Release, releaseKeys(op), releaseArgs(op, ch.ReleaseID)}
+			call = op.releaseCall(ch.ReleaseID)
 		} else {
 			results[i].Err = op.check(1)
-			call = scriptCall{lua.Acquire, acquireKeys(op), acquireArgs(op)}
+			call = op.acquireCall()
 		}
 		if results[i].Err == nil {
 			calls = append(calls, call)

@@ -2,8 +2,6 @@ package reentrant
 
 import (
 	"context"
-
-	"github.com/relock-go/relock/lua"
 )
 
 // RenewResult is one node's answer to one renewal of a batch.
@@ -24,7 +22,7 @@ func (n *Node) RenewAll(ctx context.Context, ops []Op) []RenewResult {
 			results[i].Err = err
 			continue
 		}
-		calls = append(calls, scriptCall{lua.Renew, []string{op.Key.Lock}, renewArgs(op)})
+		calls = append(calls, op.renewCall())
 		sent = append(sent, i)
 	}
 	for j, cmd := range runPipelined(ctx, n.rdb, calls) {

@@ -112,6 +112,8 @@ type Op struct {
 	Ticket int64
 	// Wake says how a release that frees the lock announces it (see Wake).
 	Wake Wake
+	// Mode is the kind of hold (see Mode); the zero value is Exclusive.
+	Mode Mode
 }
 
 // Wake is how a release that frees a lock announces it on the lock's
@@ -192,7 +194,7 @@ func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
 	if err := op.check(1); err != nil {
 		return Acquisition{}, err
 	}
-	reply, err := n.calls.run(ctx, lua.Acquire, acquireKeys(op), acquireArgs(op)...).Int64Slice()
+	reply, err := n.calls.runCall(ctx, op.acquireCall()).Int64Slice()
 	if err != nil {
 		return Acquisition{}, n.opError(op, err)
 	}
@@ -232,7 +234,7 @@ func (n *Node) Release(ctx context.Context, op Op, releaseID string) (ReleaseRes
 	if err := op.check(0); err != nil {
 		return NotHeld, err
 	}
-	r, err := n.calls.run(ctx, lua.Release, releaseKeys(op), releaseArgs(op, releaseID)...).Int64()
+	r, err := n.calls.runCall(ctx, op.releaseCall(releaseID)).Int64()
 	if err != nil {
 		return NotHeld, n.opError(op, err)
 	}
@@ -249,7 +251,7 @@ func (n *Node) Renew(ctx context.Context, op Op) (bool, error) {
 	if err := op.check(1); err != nil {
 		return false, err
 	}
-	r, err := n.calls.run(ctx, lua.Renew, []string{op.Key.Lock}, renewArgs(op)...).Int64()
+	r, err := n.calls.runCall(ctx, op.renewCall()).Int64()
 	if err != nil {
 		return false, n.scriptError(op.Key, err)
 	}

@@ -45,6 +45,11 @@ type call struct {
 	given  bool          // a turn was put in turn; guarded by pipeliner.mu
 }
 
+// runCall is run for a prepared script call.
+func (p *pipeliner) runCall(ctx context.Context, sc scriptCall) *redis.Cmd {
+	return p.run(ctx, sc.script, sc.keys, sc.args...)
+}
+
 // run queues a script call and waits for its reply or for ctx to end. A call
 // whose ctx ends while still queued is never sent; one already sent may
 // still run on the node, as with any call whose reply is lost.
