@@ -86,6 +86,9 @@ type phase struct {
 func (p phase) longestLease() time.Duration { return max(p.lease, p.explicit[1]) }
 
 func TestChaos(t *testing.T) {
+	if os.Getenv("RELOCK_CHAOS_QUEUE") == "1" {
+		withWaitQueue(t) // the experimental wait queue (abtest.WaitQueue)
+	}
 	seed, total := chaosSettings(t)
 	lin := min(max(total/4, 5*time.Second), 15*time.Second)
 	main := total - lin
@@ -139,8 +142,9 @@ func runChaos(t *testing.T, p phase) {
 
 	leaks := goleak.IgnoreCurrent() // the clients' lifetime starts here
 	clients := make([]*lock.Client, len(sets))
+	waits := newWaitLog()
 	for i, links := range sets {
-		clients[i] = newLockClientOver(t, linkClients(links), lock.Options{Lease: p.lease, NodeTimeout: chaosNodeTimeout})
+		clients[i] = newLockClientOver(t, linkClients(links), lock.Options{Lease: p.lease, NodeTimeout: chaosNodeTimeout, Observer: waits.observer(i)})
 	}
 	t.Logf("setup (reset, links, warm-up, clients) took %v", time.Since(setup).Round(time.Millisecond))
 	rec := newRecorder()
@@ -199,6 +203,7 @@ func runChaos(t *testing.T, p phase) {
 		}
 	}
 
+	t.Logf("chaos waits [%s]: %s", p.name, waits.summary())
 	judge(t, p, rec, probe, f, resources, losses)
 }
 

@@ -206,12 +206,17 @@ func TestReentrantRenewExtendsLease(t *testing.T) {
 		o.Lease = 30 * time.Second
 		ops = append(ops, o)
 	}
+	// A zero Op is a renewal the watchdog skips this round (its handle has
+	// an operation on the wire): not sent, and no error, which the
+	// observer's NodeError would report as the node's failure.
+	ops = append(ops, reentrant.Op{})
 	results := node.RenewAll(ctx, ops)
-	require.Len(t, results, 3)
+	require.Len(t, results, 4)
 	require.True(t, results[0].Held)
 	require.True(t, results[1].Held)
 	require.False(t, results[2].Held)
 	require.NoError(t, results[2].Err)
+	require.Equal(t, reentrant.RenewResult{}, results[3])
 	require.Greater(t, direct.PTTL(ctx, keys[0].Lock).Val(), 29*time.Second)
 }
 

@@ -13,11 +13,16 @@ type RenewResult struct {
 // RenewAll renews many locks in one pipelined round trip. The i-th result
 // answers ops[i]. When the node has lost the script cache, the script is loaded
 // once and the affected renewals are sent again in a second round trip.
+// A zero Op is a renewal skipped this round: it is not sent, and its result
+// is zero (not held, no error).
 func (n *Node) RenewAll(ctx context.Context, ops []Op) []RenewResult {
 	results := make([]RenewResult, len(ops))
 	calls := make([]scriptCall, 0, len(ops))
 	sent := make([]int, 0, len(ops))
 	for i, op := range ops {
+		if op == (Op{}) {
+			continue
+		}
 		if err := op.check(1); err != nil {
 			results[i].Err = err
 			continue
