@@ -321,3 +321,25 @@ func TestNestLostHold(t *testing.T) {
 		requireFree(t, n, name, 2*shortLease)
 	})
 }
+
+// Close releases every hold, a Do's too: fn's context ends then, with
+// ErrClosed as its cause, and a nested Do finds the Client closed.
+func TestDoContextEndsAtClose(t *testing.T) {
+	reset(t)
+	c := newLockClient(t, 3, lock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	const name = "nest:close"
+	err := c.Do(ctx, name, func(fnCtx context.Context) error {
+		go func() { _ = c.Close() }()
+		select {
+		case <-fnCtx.Done():
+		case <-time.After(10 * time.Second):
+			return errors.New("fn's context did not end at Close")
+		}
+		require.ErrorIs(t, context.Cause(fnCtx), lock.ErrClosed)
+		require.ErrorIs(t, c.Do(fnCtx, name, func(context.Context) error { return nil }), lock.ErrClosed)
+		return nil
+	})
+	require.ErrorIs(t, err, lock.ErrClosed)
+	requireFree(t, 3, name, 2*time.Second)
+}

@@ -37,7 +37,7 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	ctx, start := c.doStarted(ctx, name)
 	ran := false
 	defer func() { c.doEnded(ctx, name, start, ran, err) }()
-	s, err := c.enter(ctx, holdKey{c, mutexHold, name}, c.newMutexHold(name))
+	s, err := c.enter(ctx, holdKey{c, mutexHold, name}, newMutexHold)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 // ErrNotHeld. On error, LockContext holds nothing and returns a nil held
 // and unlock.
 func (c *Client) LockContext(ctx context.Context, name string) (held context.Context, unlock func() error, err error) {
-	s, err := c.enter(ctx, holdKey{c, mutexHold, name}, c.newMutexHold(name))
+	s, err := c.enter(ctx, holdKey{c, mutexHold, name}, newMutexHold)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,7 +76,5 @@ func (c *Client) LockContext(ctx context.Context, name string) (held context.Con
 	return s.open(ctx), func() error { return s.exit(unlockCtx) }, nil
 }
 
-// newMutexHold returns the constructor of a fresh owner of name for enter.
-func (c *Client) newMutexHold(name string) func() reentrantHold {
-	return func() reentrantHold { return c.NewMutex(name) }
-}
+// newMutexHold returns a fresh owner of key's lock, for enter.
+func newMutexHold(key holdKey) reentrantHold { return key.c.NewMutex(key.name) }

@@ -51,12 +51,13 @@ type holdScope struct {
 	key holdKey
 	h   reentrantHold
 
-	// ended is canceled when the scope ends: a nested Lock still waiting
-	// for its re-entry gives up, and none starts.
+	mu     sync.Mutex // guards closed, ended and end against entering.Add
+	closed bool
+	// ended is canceled when the scope ends, so that a nested Lock still
+	// under way gives up; made by the first re-entry (most scopes have
+	// none).
 	ended    context.Context
 	end      context.CancelFunc
-	mu       sync.Mutex // guards closed against entering.Add
-	closed   bool
 	entering sync.WaitGroup // nested Locks in progress on h
 
 	// Set by open: the context handed out, ended at exit.
@@ -73,21 +74,15 @@ func scopeIn(ctx context.Context, key holdKey) *holdScope {
 
 // enter takes the hold for key: it re-enters the hold ctx carries for key,
 // or, when ctx carries none, locks the handle fresh returns (a new owner).
-func (c *Client) enter(ctx context.Context, key holdKey, fresh func() reentrantHold) (*holdScope, error) {
+func (c *Client) enter(ctx context.Context, key holdKey, fresh func(holdKey) reentrantHold) (*holdScope, error) {
 	if s := scopeIn(ctx, key); s != nil {
 		return s.reenter(ctx, key, s.h)
 	}
-	h := fresh()
+	h := fresh(key)
 	if err := h.Lock(ctx); err != nil {
 		return nil, err
 	}
-	return newScope(key, h), nil
-}
-
-func newScope(key holdKey, h reentrantHold) *holdScope {
-	s := &holdScope{key: key, h: h}
-	s.ended, s.end = context.WithCancel(context.Background())
-	return s
+	return &holdScope{key: key, h: h}, nil
 }
 
 // reenter takes one more hold on h, the handle of s or another side of it
@@ -96,34 +91,38 @@ func newScope(key holdKey, h reentrantHold) *holdScope {
 // while this Lock runs (exit waits for it), so the Lock is a re-entry: it
 // never waits for another owner, and fails with ErrLost if the hold was lost.
 func (s *holdScope) reenter(ctx context.Context, key holdKey, h reentrantHold) (*holdScope, error) {
-	if !s.join() {
+	ended := s.join()
+	if ended == nil {
 		return nil, s.endedErr()
 	}
 	defer s.entering.Done()
 	lockCtx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(s.ended, func() { cancel(s.endedErr()) })
+	stop := context.AfterFunc(ended, func() { cancel(s.endedErr()) })
 	err := h.Lock(lockCtx)
 	stop()
 	cancel(nil)
 	if err != nil {
-		if ctx.Err() == nil && s.ended.Err() != nil && !errors.Is(err, ErrLost) {
+		if ctx.Err() == nil && ended.Err() != nil && !errors.Is(err, ErrLost) {
 			err = s.endedErr() // the scope ended while the Lock ran
 		}
 		return nil, err
 	}
-	return newScope(key, h), nil
+	return &holdScope{key: key, h: h}, nil
 }
 
-// join registers a nested Lock on the scope's handle, or reports false
-// once the scope has ended.
-func (s *holdScope) join() bool {
+// join registers a nested Lock on the scope's handle and returns the
+// context that ends with the scope, or nil once the scope has ended.
+func (s *holdScope) join() context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return nil
+	}
+	if s.ended == nil {
+		s.ended, s.end = context.WithCancel(context.Background())
 	}
 	s.entering.Add(1)
-	return true
+	return s.ended
 }
 
 func (s *holdScope) endedErr() error {
@@ -158,14 +157,16 @@ func (s *holdScope) open(ctx context.Context) context.Context {
 // when the hold was lost while the scope was open.
 func (s *holdScope) exit(ctx context.Context) error {
 	s.mu.Lock()
-	closed := s.closed
+	closed, end := s.closed, s.end
 	s.closed = true
 	s.mu.Unlock()
 	if closed {
 		return s.endedErr()
 	}
-	s.end()
-	s.entering.Wait()
+	if end != nil {
+		end()
+		s.entering.Wait()
+	}
 	if s.cancel != nil {
 		s.cancel(nil)
 		<-s.watchDone

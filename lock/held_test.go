@@ -73,7 +73,7 @@ func scopeClient() *Client { return &Client{closing: make(chan struct{})} }
 // enterWith enters key on c, a fresh owner being h.
 func enterWith(t *testing.T, c *Client, ctx context.Context, key holdKey, h *countHold) *holdScope {
 	t.Helper()
-	s, err := c.enter(ctx, key, func() reentrantHold { return h })
+	s, err := c.enter(ctx, key, func(holdKey) reentrantHold { return h })
 	if err != nil {
 		t.Fatalf("enter: %v", err)
 	}
@@ -132,7 +132,7 @@ func TestScopeEndedRefusesReentry(t *testing.T) {
 	if err := s.exit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := c.enter(held, key, func() reentrantHold { t.Fatal("a fresh owner for an ended scope"); return nil })
+	_, err := c.enter(held, key, func(holdKey) reentrantHold { t.Fatal("a fresh owner for an ended scope"); return nil })
 	if !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("re-entry after the scope ended: %v, want ErrNotHeld", err)
 	}
