@@ -17,8 +17,15 @@ import (
 // Each Do is a scope: its hold in the context is good while its fn runs.
 // Once it returns, a goroutine it leaked that still has its context gets
 // ErrNotHeld from a nested Do instead of acquiring the lock again as an
-// owner nobody is going to unlock. Every kind of lock uses the same piece:
-// a kind names its holds, and a handle that can re-enter is a reentrantHold.
+// owner nobody is going to unlock.
+//
+// Every kind of lock uses the same piece. A kind adds a holdKind; its
+// Do-like entry point calls enter with a holdKey of that kind and a function
+// making a fresh handle (a reentrantHold: for a read hold, an adapter whose
+// Lock and Unlock are the handle's RLock and RUnlock), then open and exit
+// as Do does. A hold that may re-enter through another kind's scope (a read
+// inside a write holder's Do) looks that scope up with scopeIn and calls
+// its reenter with its own key and handle side.
 
 // holdKind names a kind of hold a context can carry, so that a mutex and,
 // say, a read-write lock of the same name are told apart.
