@@ -181,3 +181,53 @@ func Example_fencing() {
 	// <nil>
 	// true
 }
+
+// Do's fn context carries the hold: a Do on the same name deeper down, with
+// a context derived from it, re-enters the same owner instead of waiting
+// for the lock to be freed. Any other context gets a new owner.
+func Example_doNested() {
+	c, _ := lock.New(lock.Options{Nodes: redisNodes()})
+	defer c.Close()
+
+	debit := func(ctx context.Context) error {
+		return c.Do(ctx, "account:7", func(ctx context.Context) error {
+			fmt.Println("debit under the lock")
+			return nil
+		})
+	}
+	err := c.Do(context.Background(), "account:7", func(ctx context.Context) error {
+		fmt.Println("transfer under the lock")
+		return debit(ctx) // re-entered: no wait
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// transfer under the lock
+	// debit under the lock
+	// err: <nil>
+}
+
+// LockContext is Do without the callback: the returned context carries the
+// hold (a Do with a context derived from it re-enters) and ends if the lock
+// is lost; unlock releases it.
+func Example_lockContext() {
+	c, _ := lock.New(lock.Options{Nodes: redisNodes()})
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	held, unlock, err := c.LockContext(ctx, "migration:tenant-9")
+	if err != nil {
+		fmt.Println("not locked:", err)
+		return
+	}
+	err = c.Do(held, "migration:tenant-9", func(context.Context) error { return nil })
+	fmt.Println("nested Do:", err)
+	fmt.Println("unlock:", unlock())
+	fmt.Println("held ended:", held.Err() != nil)
+	fmt.Println("unlock again:", errors.Is(unlock(), lock.ErrNotHeld))
+	// Output:
+	// nested Do: <nil>
+	// unlock: <nil>
+	// held ended: true
+	// unlock again: true
+}

@@ -162,3 +162,50 @@ func ExampleWithFencing() {
 	// seen and refuses older ones.
 	fmt.Println("write with token", m.Token())
 }
+
+// Do's fn context carries the hold: a Do on the same name deeper down, with
+// a context derived from it, re-enters the same owner instead of waiting
+// for the lock to be freed. Any other context gets a new owner.
+func ExampleClient_Do_nested() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer rdb.Close()
+	c, _ := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+	defer c.Close()
+
+	// debit may run on its own or inside a larger transfer that already
+	// holds the account's lock.
+	debit := func(ctx context.Context) error {
+		return c.Do(ctx, "account:7", func(ctx context.Context) error {
+			fmt.Println("debit under the lock")
+			return nil
+		})
+	}
+	err := c.Do(context.Background(), "account:7", func(ctx context.Context) error {
+		fmt.Println("transfer under the lock")
+		return debit(ctx) // re-entered: no wait
+	})
+	fmt.Println("err:", err)
+}
+
+// LockContext is Do without the callback: the returned context carries the
+// hold (a Do with a context derived from it re-enters) and ends if the lock
+// is lost; unlock releases it.
+func ExampleClient_LockContext() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer rdb.Close()
+	c, _ := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	held, unlock, err := c.LockContext(ctx, "migration:tenant-9")
+	if err != nil {
+		fmt.Println("not locked:", err)
+		return
+	}
+	defer unlock()
+	// Long work passes held along and checks it: it ends when the lock can
+	// no longer be proven held (context.Cause(held) is lock.ErrLost).
+	err = c.Do(held, "migration:tenant-9", func(context.Context) error { return nil })
+	fmt.Println("nested Do:", err)
+}
