@@ -48,11 +48,18 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only, queue
 	}
 	c.stats.attempts.Add(1)
 	a := attempt{sent: true, need: need}
+	tie := -1 // a fair lock's first acquisition: the node that keeps its queue
+	if op.Fair {
+		tie = c.tieBreaker(op.Key)
+	}
 	start := time.Now()
 	replies := fanOutTo(c, ctx, kindAcquire, c.opts.Lease, only, need, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
 		op := op
 		if queueAt < 0 || n != c.nodes[queueAt] {
 			op.Ticket = 0
+		}
+		if tie < 0 || n != c.nodes[tie] {
+			op.Fair = false
 		}
 		return n.Acquire(ctx, op)
 	})
@@ -79,8 +86,13 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only, queue
 		a.fence = max(a.fence, r.value.Fence)
 	}
 	a.absent = refused
+	// A fair lock's queue keeper vetoes an owner whose turn it is not,
+	// whatever the other nodes said: its turn is the fairness. (When that
+	// node does not answer, the quorum alone decides: fairness waits, the
+	// lock does not.)
+	queued := tie >= 0 && replies[tie].err == nil && replies[tie].value.Queued
 	valid := validity(op.Lease, elapsed, c.opts.ClockDriftFactor)
-	if agreed >= need && valid > 0 && ctx.Err() == nil {
+	if agreed >= need && valid > 0 && ctx.Err() == nil && !queued {
 		a.acquired = true
 		c.stats.acquired.Add(1)
 		a.validUntil = start.Add(elapsed + valid)
@@ -90,8 +102,10 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only, queue
 	switch {
 	case ctx.Err() != nil:
 		a.err = ctx.Err()
-	case only >= 0 && refused > 0:
-		a.contended = true // a probe that met another holder: no quorum was sought
+	case only >= 0 && refused > 0, queued:
+		// A probe that met another holder (no quorum was sought), or
+		// another owner's turn at a fair lock.
+		a.contended = true
 	case refused > len(c.nodes)-need:
 		a.contended = true
 	default:

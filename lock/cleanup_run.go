@@ -281,7 +281,9 @@ func (h *hold) repairOp() (op reentrant.Op, ok, busy bool) {
 	if h.count == 0 || h.isLost {
 		return op, false, false
 	}
-	return h.op(h.count, h.lease, 1), true, false
+	op = h.op(h.count, h.lease, 1)
+	op.Fair = false // a repair writes back a hold the quorum has: no turn to wait for
+	return op, true, false
 }
 
 // flush takes every queued release, whatever its due time, and returns

@@ -79,6 +79,10 @@ import (
 func (c *Client) wakeOn(node int, op reentrant.Op) reentrant.Wake {
 	key := op.Key
 	switch {
+	case op.Fair && node == c.tieBreaker(op.Key):
+		return reentrant.WakeFair
+	case op.Fair:
+		return reentrant.WakeKeepers
 	case c.splitVotes || c.noQueue || !contends(op.Mode):
 		return reentrant.WakeAny
 	case node == c.tieBreaker(key):
@@ -134,12 +138,18 @@ type contender struct {
 	recheck bool
 }
 
-func newContender(c *Client, key reentrant.Key, wait bool) *contender {
-	return &contender{
+func newContender(c *Client, key reentrant.Key, wait, fair bool) *contender {
+	k := &contender{
 		enabled: wait && len(c.nodes) > 1 && !c.splitVotes,
-		queue:   wait && !c.splitVotes && !c.noQueue,
+		queue:   wait && (fair || !c.splitVotes && !c.noQueue),
 		tie:     c.tieBreaker(key),
 	}
+	if k.queue && fair {
+		// A fair lock's waiter asks with its ticket from the first
+		// attempt: if its turn has not come, it is queued at once.
+		k.ticket = time.Now().UnixMicro()
+	}
+	return k
 }
 
 // target is the node the next first-hold attempt goes to alone, or -1 for

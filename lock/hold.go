@@ -66,6 +66,10 @@ type holdKind struct {
 	shared bool
 	// tune, when set, fills the kind's own fields of each Op of the hold.
 	tune func(op *reentrant.Op)
+	// fair: the lock goes to its waiters in the order they asked (see
+	// FairMutex): every Lock waits in the tie-breaker's queue, which vetoes
+	// an owner whose turn it is not.
+	fair bool
 }
 
 // holdCount is the owner's hold count: 0 when it holds nothing.
@@ -132,7 +136,7 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 	}
 	var (
 		lastFail error // the last quorum failure, reported with ctx's error
-		k        = newContender(h.c, h.key, wait && contends(h.kind.mode))
+		k        = newContender(h.c, h.key, wait && contends(h.kind.mode), h.kind.fair)
 	)
 	if wait && h.contendedLately() {
 		k.expectContention()

@@ -2,7 +2,7 @@
 -- count to an absolute value so that a retried call can never count a hold twice.
 --
 -- KEYS[1] lock hash        KEYS[2] fencing counter   KEYS[3] the owner's tombstone
--- KEYS[4] the lock's wait queue
+-- KEYS[4] the lock's wait queue   KEYS[5] its entries' deadlines (a fair lock's)
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
 -- ARGV[5] '1' for a re-entry: only count up a hold the owner still has here
@@ -10,11 +10,18 @@
 -- ARGV[7] the owner's ticket in the wait queue, or 0: a waiting owner that
 --         finds another holder joins the queue (see enqueue in prelude.lua),
 --         and leaves it when it takes the lock
+-- ARGV[8] '1' for a fair lock's first acquisition on the node that keeps
+--         its queue: the lock is taken only by the owner at the head of the
+--         queue, or by anyone when the queue is empty; another owner finds
+--         {4, -2, fence} and joins the queue (with a ticket), or is refused
+--         (a TryLock, without one)
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
 --
 -- Returns {1, count, fence} when the owner holds the lock afterwards,
+-- {4, -2, fence} when a fair lock is free here but another owner is ahead
+-- in its queue (ARGV[8]),
 -- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it), or
 -- {2, -2, fence} when the lock is free but this call is stale: the owner's
 -- hold here was ended (released, undone or force-unlocked) by an operation
@@ -49,20 +56,23 @@ local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local reentry = ARGV[5] == '1'
 local ticket = tonumber(ARGV[7])
+local deadlines = ARGV[8] == '1' and KEYS[5] or nil
 local fence = 0
 if ARGV[6] == '1' then
   fence = fenceCounter(KEYS[2])
 end
 
 local size = hashSize(key)
+local held
 if size > 0 then
-  local held, last = ownHold(key, owner)
+  local last
+  held, last = ownHold(key, owner)
   -- The owner's fields are its count and OWNER/seq: any other field is
   -- another owner's hold, found without reading the whole hash.
   local own = (held and 1 or 0) + (last > 0 and 1 or 0)
   if size > own then
     local ttl = redis.call('PTTL', key)
-    enqueue(KEYS[4], owner, ticket, ttl, lease)
+    enqueue(KEYS[4], owner, ticket, ttl, lease, deadlines)
     return {0, ttl, fence}
   end
   -- An operation that is not newer than the last one applied is a retry or a
@@ -78,7 +88,13 @@ elseif reentry then
 elseif seq <= buried(KEYS[3]) then
   return {2, -2, fence}
 end
+-- Free here. A fair lock goes to the head of its queue: anyone else joins
+-- the queue (or is refused) and takes nothing.
+if deadlines and not held and aheadOf(KEYS[4], deadlines, owner) then
+  enqueue(KEYS[4], owner, ticket, -2, lease, deadlines)
+  return {4, -2, fence}
+end
 redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 redis.call('PEXPIRE', key, lease)
-dequeue(KEYS[4], owner, ticket)
+dequeue(KEYS[4], owner, ticket, deadlines)
 return {1, count, fence}

@@ -122,12 +122,57 @@ end
 -- quorum alone decides who holds the lock, and every waiter still retries
 -- by itself when the holder's lease runs out.
 
+-- serverMs is the node's clock in ms (TIME): the deadlines of a fair lock's
+-- queue entries are kept and compared on one node, by that node's clock.
+local function serverMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A fair lock (the lock package's FairMutex) keeps beside its queue a second
+-- sorted set, deadlines: each waiting owner with the node's clock (ms) by which
+-- it must ask again. A live waiter asks at least that often (each refused
+-- attempt moves its deadline on, see enqueue); one that died or gave up
+-- without leaving is dropped once its deadline passes, so it holds up the
+-- owners behind it for a bounded time.
+
+-- purgeQueue drops the entries whose deadline passed, at most 100 a call
+-- (each call drops more), from the queue and from deadlines.
+local function purgeQueue(queue, deadlines)
+  local ok, gone = pcall(redis.call, 'ZRANGEBYSCORE', deadlines, '-inf', serverMs(), 'LIMIT', 0, 100)
+  if not ok then
+    foreign(deadlines, 'queue')
+  end
+  if #gone > 0 then
+    redis.call('ZREM', deadlines, unpack(gone))
+    pcall(redis.call, 'ZREM', queue, unpack(gone))
+  end
+end
+
+-- aheadOf returns the owner at the head of a fair lock's queue when that is
+-- not owner (someone asked first and is still waiting), or nil: the queue
+-- is empty, or owner heads it. Expired entries are dropped first.
+local function aheadOf(queue, deadlines, owner)
+  purgeQueue(queue, deadlines)
+  local ok, head = pcall(redis.call, 'ZRANGE', queue, 0, 0)
+  if not ok then
+    foreign(queue, 'queue')
+  end
+  if head[1] and head[1] ~= owner then
+    return head[1]
+  end
+  return nil
+end
+
 -- enqueue puts a waiting owner (ticket > 0) that found the lock held into
 -- the queue, keeping the ticket it may already have there. The queue lives
 -- as long as the holder's lease (ttl ms, as PTTL gave it) and one lease of
 -- the waiter (lease ms) more: a waiter still waiting by then retries, and
--- joins again. Another type at the queue's key is foreign data.
-local function enqueue(queue, owner, ticket, ttl, lease)
+-- joins again. For a fair lock, deadlines is the key of the entries' deadlines
+-- (see aheadOf): the owner's is set to that same span from now, so each
+-- attempt of a live waiter moves it on. Another type at the queue's key is
+-- foreign data.
+local function enqueue(queue, owner, ticket, ttl, lease, deadlines)
   if ticket <= 0 then
     return
   end
@@ -135,24 +180,37 @@ local function enqueue(queue, owner, ticket, ttl, lease)
   if not ok then
     foreign(queue, 'queue')
   end
-  redis.call('PEXPIRE', queue, math.max(ttl, 0) + lease)
-end
-
--- dequeue takes a waiting owner (ticket > 0) that has taken the lock out of
--- the queue, if a release has not already.
-local function dequeue(queue, owner, ticket)
-  if ticket > 0 then
-    pcall(redis.call, 'ZREM', queue, owner)
+  local span = math.max(ttl, 0) + lease
+  redis.call('PEXPIRE', queue, span)
+  if deadlines then
+    redis.call('ZADD', deadlines, serverMs() + span, owner)
+    redis.call('PEXPIRE', deadlines, span)
   end
 end
 
--- queueHead returns, for a release announced with mode 'q', the first two
--- owners of the queue (the one the lock goes to and the one after it), or
--- an empty list; nothing for another mode. Another type at the queue's key
--- is foreign data.
-local function queueHead(queue, mode)
-  if mode ~= 'q' then
+-- dequeue takes a waiting owner (ticket > 0) that has taken the lock out of
+-- the queue, if a release has not already, and out of the deadlines of a
+-- fair lock's queue (deadlines, when given).
+local function dequeue(queue, owner, ticket, deadlines)
+  if ticket > 0 then
+    pcall(redis.call, 'ZREM', queue, owner)
+  end
+  if deadlines then
+    pcall(redis.call, 'ZREM', deadlines, owner)
+  end
+end
+
+-- queueHead returns, for a release announced with mode 'q' or 'f', the
+-- first two owners of the queue (the one the lock goes to and the one after
+-- it), or an empty list; nothing for another mode. A fair lock's ('f')
+-- expired entries are dropped first (deadlines). Another type
+-- at the queue's key is foreign data.
+local function queueHead(queue, mode, deadlines)
+  if mode ~= 'q' and mode ~= 'f' then
     return {}
+  end
+  if mode == 'f' then
+    purgeQueue(queue, deadlines)
   end
   local ok, head = pcall(redis.call, 'ZRANGE', queue, 0, 1)
   if not ok then
@@ -169,14 +227,18 @@ end
 --                          ('' when none), who retries if TARGET does not
 --                          take the lock soon. An empty queue gives
 --                          'ID  ': any waiter, at once.
+--   'f' 'ID TARGET NEXT'   as 'q', for a fair lock: TARGET stays in the
+--                          queue, at its head, until it takes the lock (or
+--                          its deadline passes), so no one else may take it
+--                          here before
 --   'k' 'ID k'             for keepers only: waiters holding part of the
 --                          lock that wait for the others to give theirs back
 local function announce(channel, id, mode, queue, head)
   if mode == 'k' then
     redis.call('PUBLISH', channel, id .. ' k')
-  elseif mode == 'q' then
+  elseif mode == 'q' or mode == 'f' then
     local target, after = head[1] or '', head[2] or ''
-    if target ~= '' then
+    if target ~= '' and mode == 'q' then
       redis.call('ZREM', queue, target)
     end
     redis.call('PUBLISH', channel, id .. ' ' .. target .. ' ' .. after)

@@ -25,6 +25,10 @@ type Key struct {
 	// Queue is the lock's wait queue (a sorted set of waiting owners by
 	// ticket), kept on the node that breaks ties; see Op.Ticket and Wake.
 	Queue string
+	// QueueDeadlines is, for a fair lock, the deadline of each owner in
+	// Queue (a sorted set of owners by the node's clock in ms): an owner
+	// that stops asking leaves the queue once its deadline passes.
+	QueueDeadlines string
 }
 
 // Tombstone returns the key where a node remembers, for a short while, the
@@ -51,5 +55,5 @@ func NewKey(prefix, name string) (Key, error) {
 		prefix = DefaultPrefix
 	}
 	base := prefix + ":{" + tagEscaper.Replace(name) + "}"
-	return Key{Name: name, Lock: base, Channel: base + ":released", Fence: base + ":fence", Tombstones: base + ":gone:", Queue: base + ":queue"}, nil
+	return Key{Name: name, Lock: base, Channel: base + ":released", Fence: base + ":fence", Tombstones: base + ":gone:", Queue: base + ":queue", QueueDeadlines: base + ":queue:deadlines"}, nil
 }

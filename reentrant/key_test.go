@@ -37,7 +37,7 @@ func TestNewKeyNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := reentrant.Key{Name: "orders:42", Lock: "app:{orders:42}", Channel: "app:{orders:42}:released", Fence: "app:{orders:42}:fence", Tombstones: "app:{orders:42}:gone:", Queue: "app:{orders:42}:queue"}
+	want := reentrant.Key{Name: "orders:42", Lock: "app:{orders:42}", Channel: "app:{orders:42}:released", Fence: "app:{orders:42}:fence", Tombstones: "app:{orders:42}:gone:", Queue: "app:{orders:42}:queue", QueueDeadlines: "app:{orders:42}:queue:deadlines"}
 	if k != want {
 		t.Fatalf("NewKey = %+v; want %+v", k, want)
 	}

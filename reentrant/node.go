@@ -82,7 +82,12 @@ func retriesOff(rdb redis.UniversalClient) bool {
 // lock. The queue is a hint (see Op.Ticket), so a Dequeue that fails only
 // costs a waiter elsewhere a short wait.
 func (n *Node) Dequeue(ctx context.Context, key Key, owner string) error {
-	return n.rdb.ZRem(ctx, key.Queue, owner).Err()
+	_, err := n.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, key.Queue, owner)
+		p.ZRem(ctx, key.QueueDeadlines, owner)
+		return nil
+	})
+	return err
 }
 
 // Client returns the go-redis client the node talks through.
@@ -110,6 +115,11 @@ type Op struct {
 	// lock puts the owner in the queue with this ticket, unless it is there
 	// already (it keeps its first ticket). Lower tickets are woken first.
 	Ticket int64
+	// Fair makes an acquire on the node that keeps the lock's queue a fair
+	// lock's (see Acquisition.Queued): the lock goes to the owner at the
+	// head of the queue, and waiting owners' entries carry deadlines
+	// (Key.QueueDeadlines). Sent to that node alone.
+	Fair bool
 	// Wake says how a release that frees the lock announces it (see Wake).
 	Wake Wake
 	// Mode is the kind of hold (see Mode); the zero value is Exclusive.
@@ -131,6 +141,10 @@ const (
 	// WakeKeepers publishes a copy for keepers only: waiters that hold part
 	// of the lock and wait for others to give theirs back.
 	WakeKeepers
+	// WakeFair hands a fair lock to the head of its queue as WakeQueue
+	// does, but leaves that owner at the head until it takes the lock or
+	// its deadline passes, so that no one else takes it on this node first.
+	WakeFair
 )
 
 // luaFlag is the Wake as the release script reads it (ARGV[6]).
@@ -140,6 +154,8 @@ func (w Wake) luaFlag() string {
 		return "q"
 	case WakeKeepers:
 		return "k"
+	case WakeFair:
+		return "f"
 	}
 	return ""
 }
@@ -182,6 +198,10 @@ type Acquisition struct {
 	// re-entry that finds another owner holding the lock is answered as
 	// any acquire is, with that owner's TTL.)
 	Missing bool
+	// Queued is true when a fair lock (Op.Fair) is free here but another
+	// owner is ahead in its queue: nothing was taken; the owner joined the
+	// queue if it brought a ticket. Acquired is false and HolderTTL is -2.
+	Queued bool
 	// Fence is the node's fencing counter (0 when never raised, or when
 	// the Op did not ask for it).
 	Fence int64
