@@ -3,6 +3,8 @@
 --
 -- KEYS[1] lock hash        KEYS[2] fencing counter   KEYS[3] the owner's tombstone
 -- KEYS[4] the lock's wait queue   KEYS[5] its entries' deadlines (a fair lock's)
+-- KEYS[6..8], an RWMutex's write hold only: readers hash, readers' leases,
+--         the mark of a waiting writer (see prelude.lua)
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
 -- ARGV[5] '1' for a re-entry: only count up a hold the owner still has here
@@ -15,6 +17,8 @@
 --         queue, or by anyone when the queue is empty; another owner finds
 --         {4, -2, fence} and joins the queue (with a ticket), or is refused
 --         (a TryLock, without one)
+-- ARGV[9] '1' (with KEYS[6..8]) when the owner waits for the write hold: a
+--         refusal leaves its mark, so that new readers wait behind it
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
@@ -33,6 +37,16 @@
 -- it afresh would hide from the owner that another owner may have held the
 -- lock in between. The client decides from a quorum of such answers that
 -- the hold is lost.
+--
+-- An RWMutex's write hold is this same hold, with the readers' keys given:
+-- readers of other owners whose lease has not ended refuse it too, with
+-- {0, ms until the first of their leases ends, fence}, and a writer that
+-- waits (ARGV[9]) leaves its mark whenever it is refused; the hold once
+-- taken removes the owner's mark. A marking writer is told to look again
+-- within half a lease at the latest, so that it renews its mark before the
+-- mark can lapse. The owner's own read holds never refuse
+-- it (it never asks while it reads, see the lock package's RWMutex, but a
+-- repair or a retry may find them).
 --
 -- Why the tombstone. A full release deletes the hash, and with it the field
 -- OWNER/seq that lets the branch below ignore stragglers. Without more, an
@@ -73,6 +87,9 @@ if size > 0 then
   if size > own then
     local ttl = redis.call('PTTL', key)
     enqueue(KEYS[4], owner, ticket, ttl, lease, deadlines)
+    if KEYS[8] and ARGV[9] == '1' then
+      ttl = markWaiting(KEYS[8], owner, lease, ttl)
+    end
     return {0, ttl, fence}
   end
   -- An operation that is not newer than the last one applied is a retry or a
@@ -93,6 +110,16 @@ end
 if deadlines and not held and aheadOf(KEYS[4], deadlines, owner) then
   enqueue(KEYS[4], owner, ticket, -2, lease, deadlines)
   return {4, -2, fence}
+end
+if KEYS[6] then
+  local wait = otherReaders(KEYS[6], KEYS[7], owner)
+  if wait >= 0 then
+    if ARGV[9] == '1' then
+      wait = markWaiting(KEYS[8], owner, lease, wait)
+    end
+    return {0, wait, fence}
+  end
+  unmark(KEYS[8], owner)
 end
 redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 redis.call('PEXPIRE', key, lease)

@@ -124,6 +124,10 @@ type Op struct {
 	Wake Wake
 	// Mode is the kind of hold (see Mode); the zero value is Exclusive.
 	Mode Mode
+	// Waiting marks an acquire of an owner that waits for the hold: for
+	// a Write hold, a refusal leaves the owner's mark (Key.WriterWaiting).
+	// Other modes ignore it.
+	Waiting bool
 }
 
 // Wake is how a release that frees a lock announces it on the lock's
@@ -375,6 +379,10 @@ func (n *Node) scriptError(key Key, err error) error {
 			return &WrongTypeError{Key: key.Fence, Type: kind}
 		case strings.HasPrefix(where, "queue"):
 			return &WrongTypeError{Key: key.Queue, Type: kind}
+		case strings.HasPrefix(where, "readers"):
+			return &WrongTypeError{Key: key.Readers(), Type: kind}
+		case strings.HasPrefix(where, "mark"):
+			return &WrongTypeError{Key: key.WriterWaiting(), Type: kind}
 		}
 		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}
@@ -387,7 +395,11 @@ func (n *Node) scriptError(key Key, err error) error {
 func (n *Node) opError(op Op, err error) error {
 	if rest, ok := strings.CutPrefix(err.Error(), "WRONGTYPE "); ok {
 		if kind, where, _ := strings.Cut(rest, " "); strings.HasPrefix(where, "tombstone") {
-			return &WrongTypeError{Key: op.Key.Tombstone(op.Owner), Type: kind}
+			tomb := op.Key.Tombstone(op.Owner)
+			if op.Mode == Read {
+				tomb = op.Key.ReadTombstone(op.Owner)
+			}
+			return &WrongTypeError{Key: tomb, Type: kind}
 		}
 	}
 	return n.scriptError(op.Key, err)
