@@ -43,10 +43,14 @@ import (
 //     again at once by its last holder while its waiter wakes, the two
 //     would otherwise split the nodes; the probe gives the waiter, who
 //     goes straight to every node, a round trip's head start.
-//  4. Who wakes (experimental, off unless abtest.WaitQueue is set: with it
-//     the chaos suite's fault phase sometimes collapsed on a loaded
-//     machine, cause not found; off, every node announces a release and
-//     one waiter per process wakes, then probes as in 3). The tie-breaker
+//  4. Who wakes (for a FairMutex always; for a Mutex experimental, off
+//     unless abtest.WaitQueue is set: with it the chaos suite's fault phase
+//     sometimes collapsed on a loaded machine. The same collapse comes with
+//     it off under heavier load, where every acquire times out on every
+//     node, so it is not the queue's own; the queue stays off until an A/B
+//     at moderate load shows it does no harm. Off, every node announces a
+//     release and one waiter per process wakes, then probes as in 3). The
+//     tie-breaker
 //     also keeps the lock's wait queue
 //     (reentrant.Key.Queue): a blocking Lock whose attempt found another
 //     owner holding the tie-breaker joins it, with a ticket drawn once per
