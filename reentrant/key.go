@@ -25,6 +25,9 @@ type Key struct {
 	// Queue is the lock's wait queue (a sorted set of waiting owners by
 	// ticket), kept on the node that breaks ties; see Op.Ticket and Wake.
 	Queue string
+	// Leases is a semaphore's sorted set of holders by the end of their
+	// leases (see NewSemaphoreKey); empty for a lock.
+	Leases string
 }
 
 // Tombstone returns the key where a node remembers, for a short while, the

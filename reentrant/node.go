@@ -114,6 +114,9 @@ type Op struct {
 	Wake Wake
 	// Mode is the kind of hold (see Mode); the zero value is Exclusive.
 	Mode Mode
+	// Permits and Capacity, for a Semaphore hold: the permits the owner
+	// takes (1 ≤ Permits ≤ Capacity) and the semaphore's capacity.
+	Permits, Capacity int64
 }
 
 // Wake is how a release that frees a lock announces it on the lock's
@@ -154,6 +157,8 @@ func (op Op) check(minCount int64) error {
 		return fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidArgument, op.Lease)
 	case op.Count < minCount:
 		return fmt.Errorf("%w: hold count %d is below %d", ErrInvalidArgument, op.Count, minCount)
+	case op.Mode == Semaphore:
+		return op.checkPermits()
 	}
 	return nil
 }
@@ -355,6 +360,8 @@ func (n *Node) scriptError(key Key, err error) error {
 			return &WrongTypeError{Key: key.Fence, Type: kind}
 		case strings.HasPrefix(where, "queue"):
 			return &WrongTypeError{Key: key.Queue, Type: kind}
+		case strings.HasPrefix(where, "leases"):
+			return &WrongTypeError{Key: key.Leases, Type: kind}
 		}
 		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}
