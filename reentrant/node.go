@@ -117,6 +117,10 @@ type Op struct {
 	// Permits and Capacity, for a Semaphore hold: the permits the owner
 	// takes (1 ≤ Permits ≤ Capacity) and the semaphore's capacity.
 	Permits, Capacity int64
+	// Quorum, for a Semaphore hold, is how many nodes its acquisitions
+	// need: its releases ask waiters to retry once that many nodes' copies
+	// are in (pubsub's "ID *Q" message), not a majority's.
+	Quorum int
 }
 
 // Wake is how a release that frees a lock announces it on the lock's

@@ -3,6 +3,7 @@ package reentrant
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/relock-go/relock/lua"
@@ -58,6 +59,9 @@ func semAcquireCall(op Op) scriptCall {
 }
 
 func semReleaseCall(op Op, releaseID string) scriptCall {
+	if op.Quorum > 1 {
+		releaseID += " *" + strconv.Itoa(op.Quorum)
+	}
 	return scriptCall{lua.SemRelease, []string{op.Key.Lock, op.Key.Leases, op.Key.Channel, op.Key.Tombstone(op.Owner)},
 		[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID}}
 }
