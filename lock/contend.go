@@ -72,12 +72,14 @@ import (
 // longer). A tie-breaker that is down or does not answer makes everyone
 // fall back to 1: plain Redlock attempts, which still win, less cheaply.
 
-// wakeOn is how a release of key that frees the lock on node announces it:
+// wakeOn is how the release op that frees its lock on node announces it:
 // a hand-off from the tie-breaker, a copy for keepers from the others (see
-// 4 above), or, with the contention rules off, a copy for any waiter.
-func (c *Client) wakeOn(node int, key reentrant.Key) reentrant.Wake {
+// 4 above), or, with the contention rules off (or a hold of a mode they do
+// not apply to, see contends), a copy for any waiter.
+func (c *Client) wakeOn(node int, op reentrant.Op) reentrant.Wake {
+	key := op.Key
 	switch {
-	case c.splitVotes || c.noQueue:
+	case c.splitVotes || c.noQueue || !contends(op.Mode):
 		return reentrant.WakeAny
 	case node == c.tieBreaker(key):
 		return reentrant.WakeQueue
@@ -86,8 +88,8 @@ func (c *Client) wakeOn(node int, key reentrant.Key) reentrant.Wake {
 }
 
 // wakeAt is wakeOn for the node n.
-func (c *Client) wakeAt(n *reentrant.Node, key reentrant.Key) reentrant.Wake {
-	return c.wakeOn(slices.Index(c.nodes, n), key)
+func (c *Client) wakeAt(n *reentrant.Node, op reentrant.Op) reentrant.Wake {
+	return c.wakeOn(slices.Index(c.nodes, n), op)
 }
 
 // tieBreaker returns the index of key's tie-breaker node.
