@@ -162,6 +162,22 @@ func TestSemaphoreNodeRetriedAndDelayedCalls(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, a.Stale)
 
+	// A hold whose acquisitions need 3 nodes says so in its release's
+	// message, so that waiters retry once 3 copies are in.
+	var se int64
+	wide := semOp(key, "c:e", 1, 2, 1, &se)
+	wide.Quorum = 3
+	_, err = node.Acquire(ctx, wide)
+	require.NoError(t, err)
+	wide = semOp(key, "c:e", 1, 2, 0, &se)
+	wide.Quorum = 3
+	r, err = node.Release(ctx, wide, "rel-2")
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Released, r)
+	msg, err = sub.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "rel-2 *3", msg.Payload)
+
 	// A re-entry (a repair that must not create) on a node without the hold.
 	re := semOp(key, "c:c", 1, 2, 1, &other)
 	re.Reentry = true
