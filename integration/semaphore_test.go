@@ -455,8 +455,8 @@ func TestSemaphoreWaitersWokenByRelease(t *testing.T) {
 // TestSemaphorePermitsComeBackAtLeaseEnd: a holder whose links are all cut
 // (it can neither renew nor release: a crashed process) keeps its permits
 // until its lease runs out, not before, and only its own: another holder's
-// renewed permit stays held. A waiter gets the freed permit at the end of
-// that lease without a release.
+// renewed permit stays held, past several leases. A waiter gets the freed
+// permit at the end of that lease without a release.
 func TestSemaphorePermitsComeBackAtLeaseEnd(t *testing.T) {
 	forMasters(t, func(t *testing.T, n int) {
 		c := reset(t)
@@ -494,6 +494,15 @@ func TestSemaphorePermitsComeBackAtLeaseEnd(t *testing.T) {
 		case <-kept.Lost():
 			t.Fatal("the steady holder's permit went with the other's lease")
 		default:
+		}
+		// The watchdog keeps renewed permits past several leases.
+		time.Sleep(2 * shortLease)
+		for _, q := range []*lock.Permit{kept, p} {
+			select {
+			case <-q.Lost():
+				t.Fatal("a renewed permit was lost")
+			default:
+			}
 		}
 		for i, h := range permitsOn(t, n, "expiry") {
 			require.Equal(t, map[string]int64{kept.Owner(): 1, p.Owner(): 1}, h, "node %d", i)
