@@ -530,3 +530,33 @@ func TestSemaphoreCloseReleasesPermits(t *testing.T) {
 	_, err = s.TryAcquire(ctx, 1)
 	require.ErrorIs(t, err, lock.ErrClosed)
 }
+
+// TestSemaphoreFaultTolerance is what the quorum costs: on 5 nodes a
+// semaphore of 2 permits needs 4 of them, so it works with one node cut
+// off and not with two, where a semaphore of 1 permit (a majority, 3)
+// still does.
+func TestSemaphoreFaultTolerance(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 20*time.Second)
+	lc := newLockClient(t, 5, lock.Options{})
+	two, one := newSemaphore(t, lc, "tolerance-2", 2), newSemaphore(t, lc, "tolerance-1", 1)
+	require.Equal(t, 4, two.Quorum())
+	require.Equal(t, 3, one.Quorum())
+
+	require.NoError(t, c.Nodes[4].Partition())
+	p, err := two.TryAcquire(ctx, 2)
+	require.NoError(t, err)
+	require.NotNil(t, p, "one node of five down: 4 still grant")
+	require.NoError(t, p.Release(ctx))
+
+	require.NoError(t, c.Nodes[3].Partition())
+	p, err = two.TryAcquire(ctx, 1)
+	require.Nil(t, p)
+	require.ErrorIs(t, err, lock.ErrNoQuorum, "two nodes down: 3 of the 4 needed")
+	p, err = one.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	require.NotNil(t, p, "a majority still serves one permit")
+	require.NoError(t, p.Release(ctx))
+	_, err = two.Available(ctx)
+	require.ErrorIs(t, err, lock.ErrNoQuorum, "Available reads the same quorum")
+}
