@@ -113,6 +113,27 @@ local function bury(tomb, seq, ttl)
   end
 end
 
+-- releaseStart runs the checks every release script begins with, on the
+-- owner's hold in the hash key: it returns the reply to give at once, 0
+-- when the owner holds nothing here (a release to count 0 still buries its
+-- sequence number in tomb: it may be the undo of an acquire that has not
+-- landed yet, see release.lua), 1 when a newer operation of the owner
+-- already applied (a retry or a straggler); or nil and the owner's stored
+-- value when the release goes on.
+local function releaseStart(key, owner, tomb, count, seq, lease)
+  local held, last = ownHold(key, owner)
+  if not held then
+    if count == 0 then
+      bury(tomb, seq, lease)
+    end
+    return 0
+  end
+  if seq <= last then
+    return 1
+  end
+  return nil, held
+end
+
 -- The wait queue. A lock's queue is a sorted set beside it (same hash tag)
 -- on the node that breaks the lock's ties: the owners waiting for the lock,
 -- each scored by the ticket it drew when it began to wait. A release there

@@ -40,15 +40,9 @@
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-local held, last = ownHold(key, owner)
-if not held then
-  if count == 0 then
-    bury(KEYS[3], seq, lease)
-  end
-  return 0
-end
-if seq <= last then
-  return 1 -- a retry or a straggler: a newer operation already applied
+local done = releaseStart(key, owner, KEYS[3], count, seq, lease)
+if done then
+  return done
 end
 if count > 0 then
   redis.call('HSET', key, owner, count, owner .. '/seq', seq)

@@ -17,15 +17,9 @@ local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]
 semKeys(permits, leases)
 local now = nowMs()
 purge(permits, leases, now)
-local held, last = ownHold(permits, owner)
-if not held then
-  if count == 0 then
-    bury(KEYS[4], seq, lease)
-  end
-  return 0
-end
-if seq <= last then
-  return 1 -- a retry or a straggler: a newer operation already applied
+local done, held = releaseStart(permits, owner, KEYS[4], count, seq, lease)
+if done then
+  return done
 end
 if count > 0 then
   hold(permits, leases, owner, held, seq, now, lease)
