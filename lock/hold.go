@@ -64,6 +64,11 @@ type holdKind struct {
 	// a release's wake passes the wake on to the next waiter of its process
 	// (one release may let every waiting reader in).
 	shared bool
+	// marks: a refused first-hold attempt of a blocking Lock leaves the
+	// owner's mark on the nodes that refused it (an RWMutex's waiting
+	// writer, see reentrant.Write), and a Lock that ends without the hold
+	// takes its marks back (unmark).
+	marks bool
 	// tune, when set, fills the kind's own fields of each Op of the hold.
 	tune func(op *reentrant.Op)
 }
@@ -142,6 +147,9 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 	defer func() {
 		if !won {
 			k.leaveQueue(h.c, h.key, h.owner)
+			if h.kind.marks && call.wait && call.attempts > 0 {
+				h.unmark(lease)
+			}
 		}
 	}()
 	for {
@@ -235,6 +243,7 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	}
 	op := h.op(h.count+1, lease, 2) // one sequence number for the undo
 	op.Reentry = reentry
+	op.Waiting = call.wait && !reentry // a first hold a Lock waits for
 	op.Fence = h.fencing != 0 && !reentry
 	h.mu.Unlock()
 
@@ -402,4 +411,23 @@ func (h *hold) markLost(lost chan struct{}, why LossReason) {
 		h.entry = nil
 	}
 	h.c.opts.Logger.Warn("relock: lock lost", "name", h.key.Name, "owner", h.owner)
+}
+
+// unmark takes back, on every node, the marks a blocking Lock of a marking
+// kind left (see holdKind.marks) when it ends without the hold: a release
+// to count 0, as an undo is, removes the owner's mark where there is one
+// and changes nothing else where the owner holds nothing. It sends nothing
+// when the owner holds after all (another call on the handle won: its
+// acquire removed the marks where it took the hold).
+func (h *hold) unmark(lease time.Duration) {
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	h.mu.Lock()
+	if h.count > 0 {
+		h.mu.Unlock()
+		return
+	}
+	op := h.op(0, lease, 1)
+	h.mu.Unlock()
+	h.c.releaseOn(op, h.c.allNodes(), time.Now().Add(lease))
 }

@@ -22,12 +22,13 @@ import (
 type lockCall struct {
 	start    time.Time // zero when LockDone is not set
 	attempts int
+	wait     bool // a blocking Lock, not a TryLock
 }
 
 // lockStarted reports a Lock or TryLock call and returns the ctx it goes on
 // with.
 func (c *Client) lockStarted(ctx context.Context, h *hold, lease time.Duration, renewed, wait bool) (context.Context, lockCall) {
-	var call lockCall
+	call := lockCall{wait: wait}
 	if c.obs.LockDone != nil {
 		call.start = time.Now()
 	}

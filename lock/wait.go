@@ -32,7 +32,7 @@ type waiter struct {
 func (w *waiter) wait(ctx context.Context, h *hold, sleep time.Duration, first bool) (err error) {
 	if !w.primed {
 		w.primed = true
-		sub, err := h.c.broker.SubscribeOwner(ctx, h.key.Channel, h.owner, releasesOf(h.owner))
+		sub, err := h.c.broker.SubscribeOwner(ctx, h.key.WaitChannel(h.kind.mode), h.owner, releasesOf(h.owner))
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()

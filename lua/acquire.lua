@@ -3,6 +3,8 @@
 --
 -- KEYS[1] lock hash        KEYS[2] fencing counter   KEYS[3] the owner's tombstone
 -- KEYS[4] the lock's wait queue
+-- KEYS[5..7], an RWMutex's write hold only: readers hash, readers' leases,
+--         the mark of a waiting writer (see prelude.lua)
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
 -- ARGV[5] '1' for a re-entry: only count up a hold the owner still has here
@@ -10,6 +12,8 @@
 -- ARGV[7] the owner's ticket in the wait queue, or 0: a waiting owner that
 --         finds another holder joins the queue (see enqueue in prelude.lua),
 --         and leaves it when it takes the lock
+-- ARGV[8] '1' (with KEYS[5..7]) when the owner waits for the write hold: a
+--         refusal leaves its mark, so that new readers wait behind it
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
@@ -26,6 +30,14 @@
 -- it afresh would hide from the owner that another owner may have held the
 -- lock in between. The client decides from a quorum of such answers that
 -- the hold is lost.
+--
+-- An RWMutex's write hold is this same hold, with the readers' keys given:
+-- readers of other owners whose lease has not ended refuse it too, with
+-- {0, ms until the first of their leases ends, fence}, and a writer that
+-- waits (ARGV[8]) leaves its mark whenever it is refused; the hold once
+-- taken removes the owner's mark. The owner's own read holds never refuse
+-- it (it never asks while it reads, see the lock package's RWMutex, but a
+-- repair or a retry may find them).
 --
 -- Why the tombstone. A full release deletes the hash, and with it the field
 -- OWNER/seq that lets the branch below ignore stragglers. Without more, an
@@ -63,6 +75,9 @@ if size > 0 then
   if size > own then
     local ttl = redis.call('PTTL', key)
     enqueue(KEYS[4], owner, ticket, ttl, lease)
+    if KEYS[7] and ARGV[8] == '1' then
+      markWaiting(KEYS[7], owner, lease)
+    end
     return {0, ttl, fence}
   end
   -- An operation that is not newer than the last one applied is a retry or a
@@ -77,6 +92,16 @@ elseif reentry then
   return {3, -2, fence}
 elseif seq <= buried(KEYS[3]) then
   return {2, -2, fence}
+end
+if KEYS[5] then
+  local wait = otherReaders(KEYS[5], KEYS[6], owner)
+  if wait >= 0 then
+    if ARGV[8] == '1' then
+      markWaiting(KEYS[7], owner, lease)
+    end
+    return {0, wait, fence}
+  end
+  unmark(KEYS[7], owner)
 end
 redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 redis.call('PEXPIRE', key, lease)

@@ -33,6 +33,12 @@ var (
 	forceUnlockSource string
 	//go:embed fence.lua
 	fenceSource string
+	//go:embed readacquire.lua
+	readAcquireSource string
+	//go:embed readrelease.lua
+	readReleaseSource string
+	//go:embed readrenew.lua
+	readRenewSource string
 	//go:embed semaphore.lua
 	semaphorePrelude string
 	//go:embed semacquire.lua
@@ -60,6 +66,12 @@ var (
 	ForceUnlock = New("forceunlock", forceUnlockSource)
 	// Fence raises a lock's fencing counter.
 	Fence = New("fence", fenceSource)
+	// ReadAcquire takes or re-enters an RWMutex read hold for one owner.
+	ReadAcquire = New("readacquire", readAcquireSource)
+	// ReadRelease lowers an owner's read hold count, dropping its share at zero.
+	ReadRelease = New("readrelease", readReleaseSource)
+	// ReadRenew extends the lease of an owner's read hold.
+	ReadRenew = New("readrenew", readRenewSource)
 )
 
 // The semaphore's scripts: semaphore.lua holds the helpers they share

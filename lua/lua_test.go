@@ -56,4 +56,5 @@ func TestScriptsTouchOnlyTheKeysTheyAreGiven(t *testing.T) {
 
 // allScripts is every script relock runs.
 var allScripts = []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect, lua.ForceUnlock, lua.Fence,
+	lua.ReadAcquire, lua.ReadRelease, lua.ReadRenew,
 	lua.SemAcquire, lua.SemRelease, lua.SemRenew, lua.SemInspect}

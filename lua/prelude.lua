@@ -113,27 +113,6 @@ local function bury(tomb, seq, ttl)
   end
 end
 
--- releaseStart runs the checks every release script begins with, on the
--- owner's hold in the hash key: it returns the reply to give at once, 0
--- when the owner holds nothing here (a release to count 0 still buries its
--- sequence number in tomb: it may be the undo of an acquire that has not
--- landed yet, see release.lua), 1 when a newer operation of the owner
--- already applied (a retry or a straggler); or nil and the owner's stored
--- value when the release goes on.
-local function releaseStart(key, owner, tomb, count, seq, lease)
-  local held, last = ownHold(key, owner)
-  if not held then
-    if count == 0 then
-      bury(tomb, seq, lease)
-    end
-    return 0
-  end
-  if seq <= last then
-    return 1
-  end
-  return nil, held
-end
-
 -- The wait queue. A lock's queue is a sorted set beside it (same hash tag)
 -- on the node that breaks the lock's ties: the owners waiting for the lock,
 -- each scored by the ticket it drew when it began to wait. A release there
@@ -204,4 +183,124 @@ local function announce(channel, id, mode, queue, head)
   else
     redis.call('PUBLISH', channel, id)
   end
+end
+
+-- The readers of an RWMutex. Its write hold is a hold like a Mutex's, in the
+-- lock hash; its read holds live beside it (same hash tag) in two keys of
+-- their own, so that each reader's lease is its own:
+--   readers   a hash: OWNER = the reader's hold count, OWNER/seq = the
+--             sequence number of its last applied operation (as in the
+--             lock hash);
+--   leases    a sorted set: OWNER scored by the end of its lease, in the
+--             server's time (TIME, in ms).
+-- Both keys expire with the furthest lease among the readers (fitReaders),
+-- and each script that reads them first drops the readers whose lease has
+-- ended (dropEnded): a reader that stopped renewing frees its share at its
+-- own lease's end, not at the longest one's. A third key, the mark, is a
+-- string naming a writer that waits (markWaiting): new readers of other
+-- owners wait behind it. It lives one lease of that writer at most, so a
+-- writer that died holds readers back no longer than that.
+
+-- serverTime returns the server's clock in ms.
+local function serverTime()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- fitReaders sets the readers' keys to expire with the furthest lease among
+-- them, or deletes both when no reader is left; it returns how many are
+-- left.
+local function fitReaders(readers, leases, now)
+  local last = redis.call('ZRANGE', leases, -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', readers, leases)
+    return 0
+  end
+  local ttl = math.max(tonumber(last[2]) - now, 1)
+  redis.call('PEXPIRE', readers, ttl)
+  redis.call('PEXPIRE', leases, ttl)
+  return redis.call('ZCARD', leases)
+end
+
+-- dropEnded checks the readers' keys (another type at either is foreign
+-- data: the script stops before any change) and drops the readers whose
+-- lease ended by now.
+local function dropEnded(readers, leases, now)
+  if not pcall(redis.call, 'HLEN', readers) then
+    foreign(readers, 'readers')
+  end
+  local ok, ended = pcall(redis.call, 'ZRANGEBYSCORE', leases, '-inf', now)
+  if not ok then
+    foreign(leases, 'readers')
+  end
+  if #ended == 0 then
+    return
+  end
+  for _, owner in ipairs(ended) do
+    redis.call('HDEL', readers, owner, owner .. '/seq')
+  end
+  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+  fitReaders(readers, leases, now)
+end
+
+-- setReader stores the owner's read hold: count, sequence number, and a
+-- lease of lease ms from now.
+local function setReader(readers, leases, owner, count, seq, now, lease)
+  redis.call('HSET', readers, owner, count, owner .. '/seq', seq)
+  redis.call('ZADD', leases, now + lease, owner)
+  fitReaders(readers, leases, now)
+end
+
+-- ownRead drops the readers whose lease ended and returns, as ownHold
+-- does, the owner's read hold count (nil when it does not read here) and
+-- its last sequence number, with the server's time.
+local function ownRead(readers, leases, owner)
+  local now = serverTime()
+  dropEnded(readers, leases, now)
+  local held, last = ownHold(readers, owner)
+  return held, last, now
+end
+
+-- otherReaders drops the readers whose lease ended and returns the ms left
+-- until the first lease of a reader other than owner ends, or -1 when there
+-- is none.
+local function otherReaders(readers, leases, owner)
+  local now = serverTime()
+  dropEnded(readers, leases, now)
+  local first = redis.call('ZRANGE', leases, 0, 1, 'WITHSCORES')
+  for i = 1, #first, 2 do
+    if first[i] ~= owner then
+      return math.max(tonumber(first[i + 1]) - now, 1)
+    end
+  end
+  return -1
+end
+
+-- markOf returns the owner named by the mark ('' when there is none);
+-- another type there is foreign data.
+local function markOf(mark)
+  local ok, who = pcall(redis.call, 'GET', mark)
+  if not ok then
+    foreign(mark, 'mark')
+  end
+  return who or ''
+end
+
+-- markWaiting leaves the mark of a writer that waits, for ttl ms, unless
+-- another writer's mark is there.
+local function markWaiting(mark, owner, ttl)
+  local who = markOf(mark)
+  if who == '' or who == owner then
+    redis.call('SET', mark, owner, 'PX', ttl)
+  end
+end
+
+-- unmark deletes the owner's mark, if it is there, and reports whether it
+-- did.
+local function unmark(mark, owner)
+  if markOf(mark) ~= owner then
+    return false
+  end
+  redis.call('DEL', mark)
+  return true
 end

@@ -3,6 +3,8 @@
 --
 -- KEYS[1] lock hash        KEYS[2] release channel   KEYS[3] the owner's tombstone
 -- KEYS[4] the lock's wait queue
+-- KEYS[5..6], an RWMutex's write hold only: the mark of a waiting writer,
+--         the channel of waiting readers
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number   ARGV[5] release id (the message payload)
 -- ARGV[6] how the release is announced: '' the release id alone (a copy for
@@ -37,12 +39,26 @@
 -- the longer of the two TTLs matters when an earlier hold of the owner had
 -- a longer lease than this one. The TTL is always set, so no tombstone
 -- stays forever.
+--
+-- An RWMutex's write hold (KEYS[5..6] given): a release to 0 also removes
+-- the owner's mark, held or not (a writer that gave up waiting leaves
+-- nothing), and the readers' channel hears of it when the lock was freed or
+-- a mark removed: the waiting readers may go in.
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-local done = releaseStart(key, owner, KEYS[3], count, seq, lease)
-if done then
-  return done
+local held, last = ownHold(key, owner)
+if not held then
+  if count == 0 then
+    bury(KEYS[3], seq, lease)
+    if KEYS[5] and unmark(KEYS[5], owner) then
+      redis.call('PUBLISH', KEYS[6], ARGV[5])
+    end
+  end
+  return 0
+end
+if seq <= last then
+  return 1 -- a retry or a straggler: a newer operation already applied
 end
 if count > 0 then
   redis.call('HSET', key, owner, count, owner .. '/seq', seq)
@@ -55,4 +71,8 @@ local head = queueHead(KEYS[4], ARGV[6])
 bury(KEYS[3], seq, lease)
 redis.call('DEL', key)
 announce(KEYS[2], ARGV[5], ARGV[6], KEYS[4], head)
+if KEYS[5] then
+  unmark(KEYS[5], owner)
+  redis.call('PUBLISH', KEYS[6], ARGV[5])
+end
 return 2

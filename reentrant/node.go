@@ -114,6 +114,10 @@ type Op struct {
 	Wake Wake
 	// Mode is the kind of hold (see Mode); the zero value is Exclusive.
 	Mode Mode
+	// Waiting marks an acquire of an owner that waits for the hold: for
+	// a Write hold, a refusal leaves the owner's mark (Key.WriterWaiting).
+	// Other modes ignore it.
+	Waiting bool
 	// Permits and Capacity, for a Semaphore hold: the permits the owner
 	// takes (1 ≤ Permits ≤ Capacity) and the semaphore's capacity.
 	Permits, Capacity int64
@@ -364,6 +368,10 @@ func (n *Node) scriptError(key Key, err error) error {
 			return &WrongTypeError{Key: key.Fence, Type: kind}
 		case strings.HasPrefix(where, "queue"):
 			return &WrongTypeError{Key: key.Queue, Type: kind}
+		case strings.HasPrefix(where, "readers"):
+			return &WrongTypeError{Key: key.Readers(), Type: kind}
+		case strings.HasPrefix(where, "mark"):
+			return &WrongTypeError{Key: key.WriterWaiting(), Type: kind}
 		case strings.HasPrefix(where, "leases"):
 			return &WrongTypeError{Key: key.Leases, Type: kind}
 		}
@@ -378,7 +386,11 @@ func (n *Node) scriptError(key Key, err error) error {
 func (n *Node) opError(op Op, err error) error {
 	if rest, ok := strings.CutPrefix(err.Error(), "WRONGTYPE "); ok {
 		if kind, where, _ := strings.Cut(rest, " "); strings.HasPrefix(where, "tombstone") {
-			return &WrongTypeError{Key: op.Key.Tombstone(op.Owner), Type: kind}
+			tomb := op.Key.Tombstone(op.Owner)
+			if op.Mode == Read {
+				tomb = op.Key.ReadTombstone(op.Owner)
+			}
+			return &WrongTypeError{Key: tomb, Type: kind}
 		}
 	}
 	return n.scriptError(op.Key, err)
