@@ -27,16 +27,14 @@ local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]
 local reentry = ARGV[5] == '1'
 local n, k = tonumber(ARGV[6]), tonumber(ARGV[7])
 
-semKeys(permits, leases)
-local now = nowMs()
-purge(permits, leases, now)
+local now = serverTime()
+dropEnded(permits, leases, now, semRoles)
 local held, last = ownHold(permits, owner)
 if held then
   if seq <= last then
     return {1, count, 0} -- a retry or a straggler: report without a change
   end
-  hold(permits, leases, owner, held, seq, now, lease) -- a repair: the same permits
-  settleKeys(permits, leases, now)
+  setReader(permits, leases, owner, held, seq, now, lease) -- a repair: the same permits
   return {1, count, 0}
 end
 if reentry then
@@ -52,6 +50,5 @@ if used + n > k then
   end
   return {0, math.max(soonest - now, 0), 0}
 end
-hold(permits, leases, owner, n, seq, now, lease)
-settleKeys(permits, leases, now)
+setReader(permits, leases, owner, n, seq, now, lease)
 return {1, count, 0}

@@ -7,8 +7,14 @@
 -- holder, soonest lease end first.
 local permits, leases = KEYS[1], KEYS[2]
 
-semKeys(permits, leases)
-local now = nowMs()
+if not pcall(redis.call, 'HLEN', permits) then
+  foreign(permits, semRoles[1])
+end
+local ok = pcall(redis.call, 'ZCARD', leases)
+if not ok then
+  foreign(leases, semRoles[2])
+end
+local now = serverTime()
 local live = redis.call('ZRANGEBYSCORE', leases, '(' .. now, '+inf', 'WITHSCORES')
 local out = {}
 for i = 1, #live, 2 do

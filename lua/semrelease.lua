@@ -14,21 +14,19 @@
 local permits, leases, owner = KEYS[1], KEYS[2], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-semKeys(permits, leases)
-local now = nowMs()
-purge(permits, leases, now)
+local now = serverTime()
+dropEnded(permits, leases, now, semRoles)
 local done, held = releaseStart(permits, owner, KEYS[4], count, seq, lease)
 if done then
   return done
 end
 if count > 0 then
-  hold(permits, leases, owner, held, seq, now, lease)
-  settleKeys(permits, leases, now)
+  setReader(permits, leases, owner, held, seq, now, lease)
   return 1
 end
 bury(KEYS[4], seq, lease) -- first: foreign data there stops the script unchanged
 redis.call('HDEL', permits, owner, owner .. '/seq')
 redis.call('ZREM', leases, owner)
-settleKeys(permits, leases, now)
+fitReaders(permits, leases, now)
 redis.call('PUBLISH', KEYS[3], ARGV[5])
 return 2

@@ -10,13 +10,11 @@
 local permits, leases, owner = KEYS[1], KEYS[2], ARGV[1]
 local lease, seq = tonumber(ARGV[2]), tonumber(ARGV[4])
 
-semKeys(permits, leases)
-local now = nowMs()
-purge(permits, leases, now)
+local now = serverTime()
+dropEnded(permits, leases, now, semRoles)
 local held, last = ownHold(permits, owner)
 if not held then
   return 0
 end
-hold(permits, leases, owner, held, math.max(seq, last), now, lease)
-settleKeys(permits, leases, now)
+setReader(permits, leases, owner, held, math.max(seq, last), now, lease)
 return 1

@@ -374,6 +374,8 @@ func (n *Node) scriptError(key Key, err error) error {
 			return &WrongTypeError{Key: key.WriterWaiting(), Type: kind}
 		case strings.HasPrefix(where, "leases"):
 			return &WrongTypeError{Key: key.Leases, Type: kind}
+		case strings.HasPrefix(where, "permits"):
+			return &WrongTypeError{Key: key.Lock, Type: kind}
 		}
 		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}
