@@ -549,3 +549,78 @@ func TestRWMutexBadInput(t *testing.T) {
 	require.Equal(t, key.Readers(), wt.Key)
 	require.Equal(t, "x", cluster.Nodes[0].Direct().Get(ctx, key.Readers()).Val(), "left untouched")
 }
+
+// requireNoReaders asserts that no node of the first n has a read hold of
+// name, waiting up to wait for background clean-ups to land.
+func requireNoReaders(t *testing.T, n int, name string, wait time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for i := range n {
+			if len(readersOn(t, i, name)) > 0 {
+				return false
+			}
+		}
+		return true
+	}, wait, 20*time.Millisecond, "read holds left behind: %v", func() []map[string]string {
+		out := make([]map[string]string, n)
+		for i := range n {
+			out[i] = readersOn(t, i, name)
+		}
+		return out
+	}())
+}
+
+// TestRWMutexLostRepliesCountOnce: with one node losing its replies the
+// read and write holds count right on every node (the scripts run there,
+// retried calls count once); with a majority losing them, a failed read
+// leaves nothing behind.
+func TestRWMutexLostRepliesCountOnce(t *testing.T) {
+	c := reset(t)
+	require.NoError(t, c.Warm(t.Context()))
+	ctx := ctxFor(t, 30*time.Second)
+	rw := newLockClient(t, 3, lock.Options{}).NewRWMutex("rw-lost-replies")
+	require.NoError(t, rw.RLock(ctx)) // the scripts loaded on every node
+	require.NoError(t, rw.RUnlock(ctx))
+
+	require.NoError(t, c.Nodes[0].DropReplies())
+	require.NoError(t, rw.RLock(ctx))
+	require.NoError(t, rw.RLock(ctx))
+	require.NoError(t, rw.RUnlock(ctx))
+	require.NoError(t, rw.RLock(ctx))
+	require.NoError(t, c.Nodes[0].Heal())
+	for i := range 3 {
+		require.Equal(t, map[string]string{rw.Owner(): "2"}, readersOn(t, i, "rw-lost-replies"), "node %d", i)
+	}
+	require.NoError(t, rw.RUnlock(ctx))
+	require.NoError(t, rw.RUnlock(ctx))
+	requireNoReaders(t, 3, "rw-lost-replies", 2*time.Second)
+
+	require.NoError(t, c.Warm(ctx))
+	require.NoError(t, c.Nodes[0].DropReplies())
+	require.NoError(t, c.Nodes[1].DropReplies())
+	ok, err := rw.TryRLock(ctx)
+	require.False(t, ok)
+	require.ErrorIs(t, err, lock.ErrNoQuorum)
+	require.NoError(t, c.Nodes[0].Heal())
+	require.NoError(t, c.Nodes[1].Heal())
+	requireNoReaders(t, 3, "rw-lost-replies", 3*time.Second)
+
+	// A writer whose attempt a minority's reader refuses takes back what it
+	// took elsewhere.
+	links, err := c.NewLinks()
+	require.NoError(t, err)
+	require.NoError(t, links[2].Partition())
+	reader := newLockClientOver(t, linkClients(links[:3]), lock.Options{}).NewRWMutex("rw-lost-replies")
+	require.NoError(t, reader.RLock(ctx)) // on nodes 0 and 1 only
+	require.NoError(t, links[2].Heal())
+	ok, err = rw.TryLock(ctx)
+	require.NoError(t, err)
+	require.False(t, ok)
+	requireFree(t, 3, "rw-lost-replies", 2*time.Second)
+	require.NoError(t, reader.RUnlock(ctx))
+	requireNoReaders(t, 3, "rw-lost-replies", 2*time.Second)
+	require.NoError(t, rw.Lock(ctx))
+	requireCounts(t, []int{0, 1, 2}, "rw-lost-replies", rw.Owner(), 1)
+	require.NoError(t, rw.Unlock(ctx))
+	requireFree(t, 3, "rw-lost-replies", time.Second)
+}

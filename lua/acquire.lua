@@ -35,7 +35,9 @@
 -- readers of other owners whose lease has not ended refuse it too, with
 -- {0, ms until the first of their leases ends, fence}, and a writer that
 -- waits (ARGV[8]) leaves its mark whenever it is refused; the hold once
--- taken removes the owner's mark. The owner's own read holds never refuse
+-- taken removes the owner's mark. A marking writer is told to look again
+-- within half a lease at the latest, so that it renews its mark before the
+-- mark can lapse. The owner's own read holds never refuse
 -- it (it never asks while it reads, see the lock package's RWMutex, but a
 -- repair or a retry may find them).
 --
@@ -76,7 +78,7 @@ if size > 0 then
     local ttl = redis.call('PTTL', key)
     enqueue(KEYS[4], owner, ticket, ttl, lease)
     if KEYS[7] and ARGV[8] == '1' then
-      markWaiting(KEYS[7], owner, lease)
+      ttl = markWaiting(KEYS[7], owner, lease, ttl)
     end
     return {0, ttl, fence}
   end
@@ -97,7 +99,7 @@ if KEYS[5] then
   local wait = otherReaders(KEYS[5], KEYS[6], owner)
   if wait >= 0 then
     if ARGV[8] == '1' then
-      markWaiting(KEYS[7], owner, lease)
+      wait = markWaiting(KEYS[7], owner, lease, wait)
     end
     return {0, wait, fence}
   end

@@ -291,12 +291,19 @@ local function markOf(mark)
 end
 
 -- markWaiting leaves the mark of a writer that waits, for ttl ms, unless
--- another writer's mark is there.
-local function markWaiting(mark, owner, ttl)
+-- another writer's mark is there, and returns how long the writer may
+-- sleep before it looks again: wait ms (what refused it lasts that long),
+-- or less, so that it renews its mark before the mark lapses; a negative
+-- wait (unknown) stays as it is.
+local function markWaiting(mark, owner, ttl, wait)
   local who = markOf(mark)
   if who == '' or who == owner then
     redis.call('SET', mark, owner, 'PX', ttl)
   end
+  if wait < 0 then
+    return wait -- unknown (-1: no expiry, -2: gone): the client decides
+  end
+  return math.min(wait, math.floor(ttl / 2))
 end
 
 -- unmark deletes the owner's mark, if it is there, and reports whether it
