@@ -39,6 +39,16 @@ var (
 	readReleaseSource string
 	//go:embed readrenew.lua
 	readRenewSource string
+	//go:embed semaphore.lua
+	semaphorePrelude string
+	//go:embed semacquire.lua
+	semAcquireSource string
+	//go:embed semrelease.lua
+	semReleaseSource string
+	//go:embed semrenew.lua
+	semRenewSource string
+	//go:embed seminspect.lua
+	semInspectSource string
 )
 
 // The scripts. Each file documents its KEYS, ARGV and reply; prelude.lua
@@ -62,6 +72,19 @@ var (
 	ReadRelease = New("readrelease", readReleaseSource)
 	// ReadRenew extends the lease of an owner's read hold.
 	ReadRenew = New("readrenew", readRenewSource)
+)
+
+// The semaphore's scripts: semaphore.lua holds the helpers they share
+// (and explains the data model), after prelude.lua's.
+var (
+	// SemAcquire takes n permits of a semaphore for one owner, under its own lease.
+	SemAcquire = New("semacquire", semaphorePrelude+"\n"+semAcquireSource)
+	// SemRelease gives an owner's permits back, announcing it.
+	SemRelease = New("semrelease", semaphorePrelude+"\n"+semReleaseSource)
+	// SemRenew extends the lease of the permits an owner holds.
+	SemRenew = New("semrenew", semaphorePrelude+"\n"+semRenewSource)
+	// SemInspect reads a semaphore's live holders, their permits and leases.
+	SemInspect = New("seminspect", semaphorePrelude+"\n"+semInspectSource)
 )
 
 // Script is a Lua script with its SHA1 digest precomputed.

@@ -286,14 +286,18 @@ end
 
 -- dropEnded checks the readers' keys (another type at either is foreign
 -- data: the script stops before any change) and drops the readers whose
--- lease ended by now.
-local function dropEnded(readers, leases, now)
+-- lease ended by now. roles, when given, names the two keys' roles in a
+-- foreign-data error ({hash's, leases'}), for another kind of hold kept
+-- the same way (a semaphore's holders, see semaphore.lua); an RWMutex's
+-- readers otherwise.
+local function dropEnded(readers, leases, now, roles)
+  roles = roles or {'readers', 'readers'}
   if not pcall(redis.call, 'HLEN', readers) then
-    foreign(readers, 'readers')
+    foreign(readers, roles[1])
   end
   local ok, ended = pcall(redis.call, 'ZRANGEBYSCORE', leases, '-inf', now)
   if not ok then
-    foreign(leases, 'readers')
+    foreign(leases, roles[2])
   end
   if #ended == 0 then
     return

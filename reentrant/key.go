@@ -29,6 +29,9 @@ type Key struct {
 	// Queue (a sorted set of owners by the node's clock in ms): an owner
 	// that stops asking leaves the queue once its deadline passes.
 	QueueDeadlines string
+	// Leases is a semaphore's sorted set of holders by the end of their
+	// leases (see NewSemaphoreKey); empty for a lock.
+	Leases string
 }
 
 // Tombstone returns the key where a node remembers, for a short while, the

@@ -22,6 +22,9 @@ const (
 	// or, for an owner not yet reading, while another owner's mark says a
 	// writer waits.
 	Read
+	// Semaphore is a Semaphore's hold: Op.Permits of Op.Capacity permits,
+	// under the owner's own lease (see semaphore.go).
+	Semaphore
 )
 
 // acquireCall is the script call of an acquire of op; its reply is
@@ -38,6 +41,8 @@ func (op Op) acquireCall() scriptCall {
 		return scriptCall{lua.Acquire,
 			append(acquireKeys(op), k.Readers(), k.ReadLeases(), k.WriterWaiting()),
 			append(acquireArgs(op), flag(op.Waiting))}
+	case Semaphore:
+		return semAcquireCall(op)
 	}
 	return scriptCall{lua.Acquire, acquireKeys(op), acquireArgs(op)}
 }
@@ -56,6 +61,8 @@ func (op Op) releaseCall(releaseID string) scriptCall {
 		return scriptCall{lua.Release,
 			append(releaseKeys(op), k.WriterWaiting(), k.ReadChannel()),
 			releaseArgs(op, releaseID)}
+	case Semaphore:
+		return semReleaseCall(op, releaseID)
 	}
 	return scriptCall{lua.Release, releaseKeys(op), releaseArgs(op, releaseID)}
 }
@@ -63,8 +70,11 @@ func (op Op) releaseCall(releaseID string) scriptCall {
 // renewCall is the script call of a renewal of op; its reply is 1 when the
 // owner still holds the lock here (its lease extended), 0 otherwise.
 func (op Op) renewCall() scriptCall {
-	if op.Mode == Read {
+	switch op.Mode {
+	case Read:
 		return scriptCall{lua.ReadRenew, []string{op.Key.Readers(), op.Key.ReadLeases()}, renewArgs(op)}
+	case Semaphore:
+		return semRenewCall(op)
 	}
 	return scriptCall{lua.Renew, []string{op.Key.Lock}, renewArgs(op)}
 }

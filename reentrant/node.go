@@ -128,6 +128,13 @@ type Op struct {
 	// a Write hold, a refusal leaves the owner's mark (Key.WriterWaiting).
 	// Other modes ignore it.
 	Waiting bool
+	// Permits and Capacity, for a Semaphore hold: the permits the owner
+	// takes (1 ≤ Permits ≤ Capacity) and the semaphore's capacity.
+	Permits, Capacity int64
+	// Quorum, for a Semaphore hold, is how many nodes its acquisitions
+	// need: its releases ask waiters to retry once that many nodes' copies
+	// are in (pubsub's "ID *Q" message), not a majority's.
+	Quorum int
 }
 
 // Wake is how a release that frees a lock announces it on the lock's
@@ -174,6 +181,8 @@ func (op Op) check(minCount int64) error {
 		return fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidArgument, op.Lease)
 	case op.Count < minCount:
 		return fmt.Errorf("%w: hold count %d is below %d", ErrInvalidArgument, op.Count, minCount)
+	case op.Mode == Semaphore:
+		return op.checkPermits()
 	}
 	return nil
 }
@@ -383,6 +392,10 @@ func (n *Node) scriptError(key Key, err error) error {
 			return &WrongTypeError{Key: key.Readers(), Type: kind}
 		case strings.HasPrefix(where, "mark"):
 			return &WrongTypeError{Key: key.WriterWaiting(), Type: kind}
+		case strings.HasPrefix(where, "leases"):
+			return &WrongTypeError{Key: key.Leases, Type: kind}
+		case strings.HasPrefix(where, "permits"):
+			return &WrongTypeError{Key: key.Lock, Type: kind}
 		}
 		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}
