@@ -216,10 +216,14 @@ func TestRWMutexReadersShareWritersExclude(t *testing.T) {
 // unless that takes long); a writer still gets it, since new readers wait
 // behind it. Without the writer's mark the writer never would.
 func TestRWMutexWriterNotStarved(t *testing.T) {
+	forMasters(t, testWriterNotStarved)
+}
+
+func testWriterNotStarved(t *testing.T, n int) {
 	reset(t)
 	ctx := ctxFor(t, 40*time.Second)
-	c := newLockClient(t, 3, lock.Options{})
-	other := newLockClient(t, 3, lock.Options{})
+	c := newLockClient(t, n, lock.Options{})
+	other := newLockClient(t, n, lock.Options{})
 	done := make(chan struct{})
 	var reads atomic.Int64
 	var wg sync.WaitGroup
@@ -350,17 +354,21 @@ func TestRWMutexUpgradeRefused(t *testing.T) {
 // reader, renewed, keeps reading; a writer waits for that one alone and is
 // woken by its release.
 func TestRWMutexReaderCrashFreesOnlyItsShare(t *testing.T) {
+	forMasters(t, testReaderCrashFreesOnlyItsShare)
+}
+
+func testReaderCrashFreesOnlyItsShare(t *testing.T, n int) {
 	const lease = 3 * time.Second
 	c := reset(t)
 	ctx := ctxFor(t, 30*time.Second)
 	links, err := c.NewLinks()
 	require.NoError(t, err)
-	crashing := newLockClientOver(t, linkClients(links[:3]), lock.Options{Lease: lease})
-	steady := newLockClient(t, 3, lock.Options{Lease: lease})
+	crashing := newLockClientOver(t, linkClients(links[:n]), lock.Options{Lease: lease})
+	steady := newLockClient(t, n, lock.Options{Lease: lease})
 	a, b := crashing.NewRWMutex("rw-crash"), steady.NewRWMutex("rw-crash")
 	require.NoError(t, a.RLock(ctx))
 	require.NoError(t, b.RLock(ctx))
-	for _, l := range links[:3] {
+	for _, l := range links[:n] {
 		require.NoError(t, l.Partition())
 	}
 	select {
@@ -371,11 +379,11 @@ func TestRWMutexReaderCrashFreesOnlyItsShare(t *testing.T) {
 	// a's share ends on the nodes at its own lease's end, b's does not:
 	// past that, a writer finds b alone.
 	time.Sleep(lease / 2)
-	w := newLockClient(t, 3, lock.Options{Lease: lease}).NewRWMutex("rw-crash")
+	w := newLockClient(t, n, lock.Options{Lease: lease}).NewRWMutex("rw-crash")
 	ok, err := w.TryLock(ctx)
 	require.NoError(t, err)
 	require.False(t, ok, "the renewed reader still reads")
-	for i := range 3 {
+	for i := range n {
 		require.NotContains(t, readersOn(t, i, "rw-crash"), a.Owner(), "node %d: the crashed reader's share is gone", i)
 		require.Contains(t, readersOn(t, i, "rw-crash"), b.Owner(), "node %d", i)
 	}
