@@ -141,49 +141,7 @@ func TestRWMutexReadersShareWritersExclude(t *testing.T) {
 		reset(t)
 		ctx := ctxFor(t, 60*time.Second)
 		clients := []*lock.Client{newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{})}
-		hist := newRWHistory()
-		const workers, rounds = 6, 12
-		stop := time.Now().Add(25 * time.Second)
-		var wg sync.WaitGroup
-		errs := make(chan error, workers)
-		for w := range workers {
-			rw := clients[w%len(clients)].NewRWMutex("rw-mix")
-			wg.Go(func() {
-				for r := 0; r < rounds && time.Now().Before(stop); r++ {
-					write := r%4 == w%4 // a quarter of the holds write
-					var err error
-					if write {
-						err = rw.Lock(ctx)
-					} else {
-						err = rw.RLock(ctx)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					start := hist.enter(w, write)
-					time.Sleep(time.Duration(2+rand.IntN(10)) * time.Millisecond)
-					hist.leave(w, write, start, rw.ValidUntil())
-					if write {
-						err = rw.Unlock(ctx)
-					} else {
-						err = rw.RUnlock(ctx)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
-		require.Empty(t, hist.violations)
-		require.Empty(t, checkRWWindows(hist.holds))
-		t.Logf("%d holds, at most %d readers at once", len(hist.holds), hist.maxReaders)
+		runRWMix(t, ctx, clients, "rw-mix")
 
 		// Readers of different owners hold together, deterministically.
 		a, b := clients[0].NewRWMutex("rw-share"), clients[1].NewRWMutex("rw-share")
@@ -211,15 +169,101 @@ func TestRWMutexReadersShareWritersExclude(t *testing.T) {
 	})
 }
 
+// runRWMix has six handles of the given Clients take read and write holds
+// of name at random, in a bounded loop, and checks the history: no write
+// hold beside another handle's hold (counted in-process on the spot, and
+// over the recorded windows).
+func runRWMix(t *testing.T, ctx context.Context, clients []*lock.Client, name string) {
+	t.Helper()
+	hist := newRWHistory()
+	const workers, rounds = 6, 12
+	stop := time.Now().Add(25 * time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		rw := clients[w%len(clients)].NewRWMutex(name)
+		wg.Go(func() {
+			for r := 0; r < rounds && time.Now().Before(stop); r++ {
+				write := r%4 == w%4 // a quarter of the holds write
+				var err error
+				if write {
+					err = rw.Lock(ctx)
+				} else {
+					err = rw.RLock(ctx)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				start := hist.enter(w, write)
+				time.Sleep(time.Duration(2+rand.IntN(10)) * time.Millisecond)
+				hist.leave(w, write, start, rw.ValidUntil())
+				if write {
+					err = rw.Unlock(ctx)
+				} else {
+					err = rw.RUnlock(ctx)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Empty(t, hist.violations)
+	require.Empty(t, checkRWWindows(hist.holds))
+	require.NotEmpty(t, hist.holds)
+	t.Logf("%d holds, at most %d readers at once", len(hist.holds), hist.maxReaders)
+}
+
+// TestRWMutexMinorityFaults: the mixed workload stays correct while a
+// minority of the nodes loses its replies (the scripts run there, the
+// client never hears): retries count once, failed attempts are undone,
+// and every hold is let go on every node afterwards.
+func TestRWMutexMinorityFaults(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		t.Run(itoaName(n), func(t *testing.T) {
+			c := reset(t)
+			require.NoError(t, c.Warm(t.Context()))
+			ctx := ctxFor(t, 60*time.Second)
+			clients := []*lock.Client{newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{})}
+			// The scripts loaded on every node before the fault.
+			warm := clients[0].NewRWMutex("rw-faults")
+			require.NoError(t, warm.Lock(ctx))
+			require.NoError(t, warm.RLock(ctx))
+			require.NoError(t, warm.Unlock(ctx))
+			require.NoError(t, warm.RUnlock(ctx))
+			for i := range (n - 1) / 2 {
+				require.NoError(t, c.Nodes[i].DropReplies())
+			}
+			runRWMix(t, ctx, clients, "rw-faults")
+			for i := range (n - 1) / 2 {
+				require.NoError(t, c.Nodes[i].Heal())
+			}
+			requireFree(t, n, "rw-faults", 3*time.Second)
+			requireNoReaders(t, n, "rw-faults", 3*time.Second)
+		})
+	}
+}
+
 // TestRWMutexWriterNotStarved: readers of eight owners keep the lock read
 // without a gap (each takes its next hold before it gives up the last one,
 // unless that takes long); a writer still gets it, since new readers wait
 // behind it. Without the writer's mark the writer never would.
 func TestRWMutexWriterNotStarved(t *testing.T) {
+	forMasters(t, testWriterNotStarved)
+}
+
+func testWriterNotStarved(t *testing.T, n int) {
 	reset(t)
 	ctx := ctxFor(t, 40*time.Second)
-	c := newLockClient(t, 3, lock.Options{})
-	other := newLockClient(t, 3, lock.Options{})
+	c := newLockClient(t, n, lock.Options{})
+	other := newLockClient(t, n, lock.Options{})
 	done := make(chan struct{})
 	var reads atomic.Int64
 	var wg sync.WaitGroup
@@ -350,17 +394,21 @@ func TestRWMutexUpgradeRefused(t *testing.T) {
 // reader, renewed, keeps reading; a writer waits for that one alone and is
 // woken by its release.
 func TestRWMutexReaderCrashFreesOnlyItsShare(t *testing.T) {
+	forMasters(t, testReaderCrashFreesOnlyItsShare)
+}
+
+func testReaderCrashFreesOnlyItsShare(t *testing.T, n int) {
 	const lease = 3 * time.Second
 	c := reset(t)
 	ctx := ctxFor(t, 30*time.Second)
 	links, err := c.NewLinks()
 	require.NoError(t, err)
-	crashing := newLockClientOver(t, linkClients(links[:3]), lock.Options{Lease: lease})
-	steady := newLockClient(t, 3, lock.Options{Lease: lease})
+	crashing := newLockClientOver(t, linkClients(links[:n]), lock.Options{Lease: lease})
+	steady := newLockClient(t, n, lock.Options{Lease: lease})
 	a, b := crashing.NewRWMutex("rw-crash"), steady.NewRWMutex("rw-crash")
 	require.NoError(t, a.RLock(ctx))
 	require.NoError(t, b.RLock(ctx))
-	for _, l := range links[:3] {
+	for _, l := range links[:n] {
 		require.NoError(t, l.Partition())
 	}
 	select {
@@ -371,11 +419,11 @@ func TestRWMutexReaderCrashFreesOnlyItsShare(t *testing.T) {
 	// a's share ends on the nodes at its own lease's end, b's does not:
 	// past that, a writer finds b alone.
 	time.Sleep(lease / 2)
-	w := newLockClient(t, 3, lock.Options{Lease: lease}).NewRWMutex("rw-crash")
+	w := newLockClient(t, n, lock.Options{Lease: lease}).NewRWMutex("rw-crash")
 	ok, err := w.TryLock(ctx)
 	require.NoError(t, err)
 	require.False(t, ok, "the renewed reader still reads")
-	for i := range 3 {
+	for i := range n {
 		require.NotContains(t, readersOn(t, i, "rw-crash"), a.Owner(), "node %d: the crashed reader's share is gone", i)
 		require.Contains(t, readersOn(t, i, "rw-crash"), b.Owner(), "node %d", i)
 	}
