@@ -146,12 +146,18 @@ func TestKeeperThatGivesUpLeavesNothing(t *testing.T) {
 // lock's queue. Each Lock's outcome arrives on got (the Client's index,
 // when it returned with the lock).
 func waitersAsleep(t *testing.T, ctx context.Context, name string, masters, n int) ([]*lock.Client, []*lock.Mutex, chan int) {
+	return waitersAsleepWith(t, ctx, masters, n, func(c *lock.Client) *lock.Mutex { return c.NewMutex(name) })
+}
+
+// waitersAsleepWith is waitersAsleep with each waiter's handle made by
+// handle on its own Client.
+func waitersAsleepWith(t *testing.T, ctx context.Context, masters, n int, handle func(*lock.Client) *lock.Mutex) ([]*lock.Client, []*lock.Mutex, chan int) {
 	clients := make([]*lock.Client, n)
 	mutexes := make([]*lock.Mutex, n)
 	got := make(chan int, n)
 	for i := range clients {
 		clients[i] = newLockClient(t, masters, lock.Options{})
-		mutexes[i] = clients[i].NewMutex(name)
+		mutexes[i] = handle(clients[i])
 		go func() {
 			if err := mutexes[i].Lock(ctx); err != nil {
 				if ctx.Err() == nil {

@@ -231,3 +231,34 @@ func Example_lockContext() {
 	// held ended: true
 	// unlock again: true
 }
+
+// Many readers hold an RWMutex at once; a writer holds it alone. A reader
+// asking to write is refused at once with ErrUpgrade; a writer may read
+// (downgrade) and still reads after its last Unlock.
+func Example_rwMutex() {
+	c, _ := lock.New(lock.Options{Nodes: redisNodes()})
+	defer c.Close()
+	ctx := context.Background()
+
+	a, b := c.NewRWMutex("catalog"), c.NewRWMutex("catalog")
+	_ = a.RLock(ctx)
+	ok, _ := b.TryRLock(ctx) // readers share
+	fmt.Println("second reader in:", ok)
+	fmt.Println("reader asks to write:", errors.Is(a.Lock(ctx), lock.ErrUpgrade))
+	_ = a.RUnlock(ctx)
+	_ = b.RUnlock(ctx)
+
+	w := c.NewRWMutex("catalog")
+	_ = w.Lock(ctx)
+	ok, _ = a.TryRLock(ctx) // no reader beside a writer
+	fmt.Println("reader beside the writer:", ok)
+	_ = w.RLock(ctx) // the writer reads too
+	_ = w.Unlock(ctx)
+	fmt.Println("after Unlock, reads:", w.ReadHoldCount(), "writes:", w.WriteHoldCount())
+	_ = w.RUnlock(ctx)
+	// Output:
+	// second reader in: true
+	// reader asks to write: true
+	// reader beside the writer: false
+	// after Unlock, reads: 1 writes: 0
+}

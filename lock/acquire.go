@@ -10,6 +10,7 @@ import (
 // attempt is the outcome of one quorum acquire.
 type attempt struct {
 	sent       bool // the attempt reached the network (false: ctx had ended)
+	need       int  // the nodes it needed (0: the Client's quorum)
 	acquired   bool
 	validUntil time.Time // when acquired
 	fence      int64     // the highest fencing counter among the nodes that answered
@@ -33,24 +34,32 @@ type attempt struct {
 	err      error     // a *QuorumError, ctx's error, or a bad-input error
 }
 
-// acquire tries once to bring op.Owner's hold count to op.Count on a quorum:
+// acquire tries once to bring op.Owner's hold count to op.Count on need
+// nodes (a quorum: the Client's, or the hold's own, see holdKind):
 // on every node, or on node only when only ≥ 0 (a probe of the tie-breaker,
 // which can never make a quorum by itself when there are several nodes).
 // op.Ticket goes to node queueAt alone (the tie-breaker, which keeps the
 // wait queue), and to none when queueAt < 0.
 // A failed attempt is left as it landed: the caller undoes it (Client.undo),
 // or keeps what it took (see contender).
-func (c *Client) acquire(ctx context.Context, op reentrant.Op, only, queueAt int) attempt {
+func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only, queueAt int) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
 	}
 	c.stats.attempts.Add(1)
-	a := attempt{sent: true}
+	a := attempt{sent: true, need: need}
+	tie := -1 // a fair lock's first acquisition: the node that keeps its queue
+	if op.Fair {
+		tie = c.tieBreaker(op.Key)
+	}
 	start := time.Now()
-	replies := fanOutTo(c, ctx, kindAcquire, c.opts.Lease, only, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
+	replies := fanOutTo(c, ctx, kindAcquire, c.opts.Lease, only, need, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
 		op := op
 		if queueAt < 0 || n != c.nodes[queueAt] {
 			op.Ticket = 0
+		}
+		if tie < 0 || n != c.nodes[tie] {
+			op.Fair = false
 		}
 		return n.Acquire(ctx, op)
 	})
@@ -77,8 +86,13 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, only, queueAt int
 		a.fence = max(a.fence, r.value.Fence)
 	}
 	a.absent = refused
+	// A fair lock's queue keeper vetoes an owner whose turn it is not,
+	// whatever the other nodes said: its turn is the fairness. (When that
+	// node does not answer, the quorum alone decides: fairness waits, the
+	// lock does not.)
+	queued := tie >= 0 && replies[tie].err == nil && replies[tie].value.Queued
 	valid := validity(op.Lease, elapsed, c.opts.ClockDriftFactor)
-	if agreed >= c.quorum && valid > 0 && ctx.Err() == nil {
+	if agreed >= need && valid > 0 && ctx.Err() == nil && !queued {
 		a.acquired = true
 		c.stats.acquired.Add(1)
 		a.validUntil = start.Add(elapsed + valid)
@@ -88,14 +102,16 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, only, queueAt int
 	switch {
 	case ctx.Err() != nil:
 		a.err = ctx.Err()
-	case only >= 0 && refused > 0:
-		a.contended = true // a probe that met another holder: no quorum was sought
-	case refused > len(c.nodes)-c.quorum:
+	case only >= 0 && refused > 0, queued:
+		// A probe that met another holder (no quorum was sought), or
+		// another owner's turn at a fair lock.
+		a.contended = true
+	case refused > len(c.nodes)-need:
 		a.contended = true
 	default:
 		a.contended = refused > 0
-		a.err = &QuorumError{Op: "acquire", Needed: c.quorum, Agreed: agreed,
-			Late: agreed >= c.quorum, Nodes: failures(c, replies)}
+		a.err = &QuorumError{Op: "acquire", Needed: need, Agreed: agreed,
+			Late: agreed >= need, Nodes: failures(c, replies)}
 	}
 	return a
 }

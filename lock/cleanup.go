@@ -25,7 +25,13 @@ type cleaner struct {
 	running bool // a drainer goroutine is on the queue
 }
 
-type cleanupKey struct{ lock, owner string }
+// cleanupKey names one owner's hold of one lock, of one kind: an owner's
+// holds of different kinds (an RWMutex's read and write holds) number
+// their operations apart, so their releases never merge.
+type cleanupKey struct {
+	lock, owner string
+	mode        reentrant.Mode
+}
 
 // cleanup is what is left to do for one owner of one lock on one node.
 //
@@ -46,7 +52,7 @@ type cleanup struct {
 	late      *outcome[reentrant.Acquisition]
 	lateUntil time.Time
 
-	repair   *Mutex    // write the holder's count back on the node, once
+	repair   *hold     // write the holder's count back on the node, once
 	repairBy time.Time // or give up then: the next renewal asks again
 
 	due time.Time
@@ -121,12 +127,12 @@ func (c *Client) undoLate(op reentrant.Op, node int, late *outcome[reentrant.Acq
 // answered "not held" while a quorum holds the lock: one attempt, made by
 // by at the latest. The repair is an acquire with the current count: it changes
 // nothing where another owner took the lock meanwhile.
-func (c *Client) repairLater(m *Mutex, nodes []int, by time.Time) {
+func (c *Client) repairLater(h *hold, nodes []int, by time.Time) {
 	for _, node := range nodes {
 		w := c.cleaners[node]
 		w.mu.Lock()
-		e := w.entry(m.key.Lock, m.owner)
-		e.repair, e.repairBy = m, later(e.repairBy, by)
+		e := w.entry(h.key.Lock, h.owner, h.kind.mode)
+		e.repair, e.repairBy = h, later(e.repairBy, by)
 		w.mu.Unlock()
 		w.start()
 	}
@@ -137,7 +143,7 @@ func (c *Client) repairLater(m *Mutex, nodes []int, by time.Time) {
 // drainer.
 func (w *cleaner) add(op reentrant.Op, set func(e *cleanup, alone bool)) {
 	w.mu.Lock()
-	e := w.entry(op.Key.Lock, op.Owner)
+	e := w.entry(op.Key.Lock, op.Owner, op.Mode)
 	alone := e.release.Owner == "" // no other release of the owner is pending here
 	if e.late != nil {
 		// Two operations to reason about: treat the late one as unknown.
@@ -155,8 +161,8 @@ func (w *cleaner) add(op reentrant.Op, set func(e *cleanup, alone bool)) {
 
 // entry returns the entry of (lock, owner), made due now. The caller holds
 // w.mu.
-func (w *cleaner) entry(lock, owner string) *cleanup {
-	k := cleanupKey{lock, owner}
+func (w *cleaner) entry(lock, owner string, mode reentrant.Mode) *cleanup {
+	k := cleanupKey{lock, owner, mode}
 	e := w.pending[k]
 	if e == nil {
 		e = &cleanup{retry: backoff.Backoff{First: cleanupFirstRetry, Max: cleanupMaxRetry, Jitter: true}}

@@ -22,7 +22,7 @@ type item struct {
 	e      *cleanup
 	gen    int
 	undo   *reentrant.Change // the release to send, if any
-	repair *Mutex            // the holder to write back, if any
+	repair *hold             // the holder to write back, if any
 
 	rel, rep   int  // their index in the round's changes; -1 when not sent
 	repairBusy bool // the owner had an operation on the wire: try again soon
@@ -258,7 +258,7 @@ func (e *cleanup) idle() bool { return e.release.Owner == "" && e.repair == nil 
 // itself, or the repair is tried again). Neither ok nor busy: the hold is
 // over.
 //
-// Like renewOp, it takes its sequence number under m.opMu but does not keep
+// Like renewOp, it takes its sequence number under h.opMu but does not keep
 // it for the round trip: a round to a stalled node can last the go-redis
 // client's ReadTimeout (3 s by default, whatever the ctx; its DialTimeout,
 // 5 s, on a new connection), and holding
@@ -271,17 +271,19 @@ func (e *cleanup) idle() bool { return e.release.Owner == "" && e.repair == nil 
 // found nothing on the node writes the older count back there, which the
 // owner's next operation (a renewal, an Unlock), carrying its count,
 // corrects.
-func (m *Mutex) repairOp() (op reentrant.Op, ok, busy bool) {
-	if !m.opMu.TryLock() {
+func (h *hold) repairOp() (op reentrant.Op, ok, busy bool) {
+	if !h.opMu.TryLock() {
 		return op, false, true
 	}
-	defer m.opMu.Unlock()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.count == 0 || m.isLost {
+	defer h.opMu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.count == 0 || h.isLost {
 		return op, false, false
 	}
-	return m.op(m.count, m.lease, 1), true, false
+	op = h.op(h.count, h.lease, 1)
+	op.Fair = false // a repair writes back a hold the quorum has: no turn to wait for
+	return op, true, false
 }
 
 // flush takes every queued release, whatever its due time, and returns
@@ -312,6 +314,6 @@ func (w *cleaner) flush() func() {
 // releaseChange is the change that sends op's release to this cleaner's
 // node, announced as the contention rules ask of that node.
 func (w *cleaner) releaseChange(op reentrant.Op) *reentrant.Change {
-	op.Wake = w.c.wakeOn(w.node, op.Key)
+	op.Wake = w.c.wakeOn(w.node, op)
 	return &reentrant.Change{Op: op, Release: true, ReleaseID: releaseID(op)}
 }

@@ -46,7 +46,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	closed bool
-	held   map[*Mutex]struct{} // handles holding a lock, released at Close
+	held   map[*hold]struct{} // holds of handles, released at Close
 }
 
 // workerIdle is how long a goroutine that ran a node call stays parked for
@@ -69,7 +69,7 @@ func New(opts Options) (*Client, error) {
 		noQueue:    noQueueAtNew(),
 		id:         uuid.NewString(),
 		quorum:     quorum(len(opts.Nodes)),
-		held:       make(map[*Mutex]struct{}),
+		held:       make(map[*hold]struct{}),
 		closing:    make(chan struct{}),
 		waits:      newNodeWaits(opts),
 		workers:    workers.New(workerIdle),
@@ -131,15 +131,15 @@ func (c *Client) Close() error {
 	// closing, and every node call is bounded.
 	c.ops.Wait()
 	c.mu.Lock()
-	held := make([]*Mutex, 0, len(c.held))
-	for m := range c.held {
-		held = append(held, m)
+	held := make([]*hold, 0, len(c.held))
+	for h := range c.held {
+		held = append(held, h)
 	}
 	c.mu.Unlock()
 
 	var errs []error
-	for _, m := range held {
-		if err := m.releaseAll(); err != nil {
+	for _, h := range held {
+		if err := h.releaseAll(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -200,18 +200,18 @@ func (c *Client) isClosing() bool {
 	}
 }
 
-// track records that m holds a lock (or no longer does), so Close can
+// track records that h holds a lock (or no longer does), so Close can
 // release it.
-func (c *Client) track(m *Mutex, holding bool) {
+func (c *Client) track(h *hold, holding bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, had := c.held[m]; had != holding {
-		c.holdChanged(m, holding)
+	if _, had := c.held[h]; had != holding {
+		c.holdChanged(h, holding)
 	}
 	if holding {
-		c.held[m] = struct{}{}
+		c.held[h] = struct{}{}
 	} else {
-		delete(c.held, m)
+		delete(c.held, h)
 	}
 }
 

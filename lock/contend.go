@@ -43,10 +43,14 @@ import (
 //     again at once by its last holder while its waiter wakes, the two
 //     would otherwise split the nodes; the probe gives the waiter, who
 //     goes straight to every node, a round trip's head start.
-//  4. Who wakes (experimental, off unless abtest.WaitQueue is set: with it
-//     the chaos suite's fault phase sometimes collapsed on a loaded
-//     machine, cause not found; off, every node announces a release and
-//     one waiter per process wakes, then probes as in 3). The tie-breaker
+//  4. Who wakes (for a FairMutex always; for a Mutex experimental, off
+//     unless abtest.WaitQueue is set: with it the chaos suite's fault phase
+//     sometimes collapsed on a loaded machine. The same collapse comes with
+//     it off under heavier load, where every acquire times out on every
+//     node, so it is not the queue's own; the queue stays off until an A/B
+//     at moderate load shows it does no harm. Off, every node announces a
+//     release and one waiter per process wakes, then probes as in 3). The
+//     tie-breaker
 //     also keeps the lock's wait queue
 //     (reentrant.Key.Queue): a blocking Lock whose attempt found another
 //     owner holding the tie-breaker joins it, with a ticket drawn once per
@@ -72,12 +76,18 @@ import (
 // longer). A tie-breaker that is down or does not answer makes everyone
 // fall back to 1: plain Redlock attempts, which still win, less cheaply.
 
-// wakeOn is how a release of key that frees the lock on node announces it:
+// wakeOn is how the release op that frees its lock on node announces it:
 // a hand-off from the tie-breaker, a copy for keepers from the others (see
-// 4 above), or, with the contention rules off, a copy for any waiter.
-func (c *Client) wakeOn(node int, key reentrant.Key) reentrant.Wake {
+// 4 above), or, with the contention rules off (or a hold of a mode they do
+// not apply to, see contends), a copy for any waiter.
+func (c *Client) wakeOn(node int, op reentrant.Op) reentrant.Wake {
+	key := op.Key
 	switch {
-	case c.splitVotes || c.noQueue:
+	case op.Fair && node == c.tieBreaker(op.Key):
+		return reentrant.WakeFair
+	case op.Fair:
+		return reentrant.WakeKeepers
+	case c.splitVotes || c.noQueue || !contends(op.Mode):
 		return reentrant.WakeAny
 	case node == c.tieBreaker(key):
 		return reentrant.WakeQueue
@@ -86,8 +96,8 @@ func (c *Client) wakeOn(node int, key reentrant.Key) reentrant.Wake {
 }
 
 // wakeAt is wakeOn for the node n.
-func (c *Client) wakeAt(n *reentrant.Node, key reentrant.Key) reentrant.Wake {
-	return c.wakeOn(slices.Index(c.nodes, n), key)
+func (c *Client) wakeAt(n *reentrant.Node, op reentrant.Op) reentrant.Wake {
+	return c.wakeOn(slices.Index(c.nodes, n), op)
 }
 
 // tieBreaker returns the index of key's tie-breaker node.
@@ -132,12 +142,18 @@ type contender struct {
 	recheck bool
 }
 
-func newContender(c *Client, key reentrant.Key, wait bool) *contender {
-	return &contender{
+func newContender(c *Client, key reentrant.Key, wait, fair bool) *contender {
+	k := &contender{
 		enabled: wait && len(c.nodes) > 1 && !c.splitVotes,
-		queue:   wait && !c.splitVotes && !c.noQueue,
+		queue:   wait && (fair || !c.splitVotes && !c.noQueue),
 		tie:     c.tieBreaker(key),
 	}
+	if k.queue && fair {
+		// A fair lock's waiter asks with its ticket from the first
+		// attempt: if its turn has not come, it is queued at once.
+		k.ticket = time.Now().UnixMicro()
+	}
+	return k
 }
 
 // target is the node the next first-hold attempt goes to alone, or -1 for

@@ -37,7 +37,7 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	ctx, start := c.doStarted(ctx, name)
 	ran := false
 	defer func() { c.doEnded(ctx, name, start, ran, err) }()
-	s, err := c.enter(ctx, holdKey{c, mutexHold, name}, newMutexHold)
+	s, err := c.enter(ctx, holdKey{c, mutexScope, name}, newMutexHold)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 // ErrNotHeld. On error, LockContext holds nothing and returns a nil held
 // and unlock.
 func (c *Client) LockContext(ctx context.Context, name string) (held context.Context, unlock func() error, err error) {
-	s, err := c.enter(ctx, holdKey{c, mutexHold, name}, newMutexHold)
+	s, err := c.enter(ctx, holdKey{c, mutexScope, name}, newMutexHold)
 	if err != nil {
 		return nil, nil, err
 	}

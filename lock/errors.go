@@ -27,6 +27,11 @@ var (
 	ErrNodeTimeout = errors.New("relock: node did not answer in time")
 	// ErrClosed is returned by every operation after Client.Close.
 	ErrClosed = errors.New("relock: client closed")
+	// ErrUpgrade is returned by RWMutex.Lock and TryLock when the handle
+	// holds read holds and no write hold: a reader may not become a writer
+	// (two readers waiting to write would wait for each other forever).
+	// Nothing is sent to Redis; release the read holds first.
+	ErrUpgrade = errors.New("relock: a read hold cannot be upgraded to a write hold")
 	// ErrInvalidArgument is returned, wrapped with the option or argument at
 	// fault and why, for bad input. Nothing is sent to Redis.
 	ErrInvalidArgument = reentrant.ErrInvalidArgument

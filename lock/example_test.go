@@ -209,3 +209,31 @@ func ExampleClient_LockContext() {
 	err = c.Do(held, "migration:tenant-9", func(context.Context) error { return nil })
 	fmt.Println("nested Do:", err)
 }
+
+// Many readers hold an RWMutex at once; a writer holds it alone. A reader
+// asking to write is refused at once with ErrUpgrade; a writer may read
+// (downgrade) and still reads after its last Unlock.
+func ExampleRWMutex() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer rdb.Close()
+	c, _ := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+	defer c.Close()
+	ctx := context.Background()
+
+	a, b := c.NewRWMutex("catalog"), c.NewRWMutex("catalog")
+	_ = a.RLock(ctx)
+	ok, _ := b.TryRLock(ctx) // readers share
+	fmt.Println("second reader in:", ok)
+	fmt.Println("reader asks to write:", errors.Is(a.Lock(ctx), lock.ErrUpgrade))
+	_ = a.RUnlock(ctx)
+	_ = b.RUnlock(ctx)
+
+	w := c.NewRWMutex("catalog")
+	_ = w.Lock(ctx)
+	ok, _ = a.TryRLock(ctx) // no reader beside a writer
+	fmt.Println("reader beside the writer:", ok)
+	_ = w.RLock(ctx) // the writer reads too
+	_ = w.Unlock(ctx)
+	fmt.Println("after Unlock, reads:", w.ReadHoldCount(), "writes:", w.WriteHoldCount())
+	_ = w.RUnlock(ctx)
+}

@@ -46,15 +46,16 @@ func fanOut[T any](c *Client, ctx context.Context, call func(context.Context, *r
 // answer.
 func fanOutFor[T any](c *Client, ctx context.Context, kind callKind, lease time.Duration,
 	call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
-	return fanOutTo(c, ctx, kind, lease, -1, call)
+	return fanOutTo(c, ctx, kind, lease, -1, c.quorum, call)
 }
 
 // errNotAsked is the reply of a node a fan-out to another node left out.
 var errNotAsked = fmt.Errorf("%w: node not asked", reentrant.ErrNotSent)
 
-// fanOutTo is fanOutFor, on node only when only ≥ 0: the other nodes'
-// replies are then errNotAsked.
-func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.Duration, only int,
+// fanOutTo is fanOutFor, on node only when only ≥ 0 (the other nodes'
+// replies are then errNotAsked), for an operation that needs need nodes to
+// agree (the Client's quorum, or a hold's own; see holdKind).
+func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.Duration, only, need int,
 	call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
 	n := len(c.nodes)
 	start := time.Now()
@@ -117,7 +118,7 @@ collect:
 				continue
 			}
 			nc.agreed = true
-			if ok++; ok == c.quorum {
+			if ok++; ok == need {
 				agreed := make([]bool, n)
 				for j := range calls {
 					agreed[j] = calls[j].agreed

@@ -19,7 +19,7 @@ import (
 // ErrNotHeld from a nested Do instead of acquiring the lock again as an
 // owner nobody is going to unlock.
 //
-// Every kind of lock uses the same piece. A kind adds a holdKind; its
+// Every kind of lock uses the same piece. A kind adds a scopeKind; its
 // Do-like entry point calls enter with a holdKey of that kind and a function
 // making a fresh handle (a reentrantHold: for a read hold, an adapter whose
 // Lock and Unlock are the handle's RLock and RUnlock), then open and exit
@@ -27,19 +27,19 @@ import (
 // inside a write holder's Do) looks that scope up with scopeIn and calls
 // its reenter with its own key and handle side.
 
-// holdKind names a kind of hold a context can carry, so that a mutex and,
+// scopeKind names a kind of hold a context can carry, so that a mutex and,
 // say, a read-write lock of the same name are told apart.
-type holdKind string
+type scopeKind string
 
-// mutexHold is a Mutex's hold (Do, LockContext).
-const mutexHold holdKind = "mutex"
+// mutexScope is a Mutex's hold (Do, LockContext).
+const mutexScope scopeKind = "mutex"
 
 // holdKey is the context key of one hold: which Client, which kind of lock,
 // which name. A different Client or name is a different key, so it never
 // finds this hold and gets a new owner.
 type holdKey struct {
 	c    *Client
-	kind holdKind
+	kind scopeKind
 	name string
 }
 

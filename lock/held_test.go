@@ -82,7 +82,7 @@ func enterWith(t *testing.T, c *Client, ctx context.Context, key holdKey, h *cou
 
 func TestScopeReentersOnlyItsOwnKey(t *testing.T) {
 	c, other := scopeClient(), scopeClient()
-	key := holdKey{c, mutexHold, "a"}
+	key := holdKey{c, mutexScope, "a"}
 	h := newCountHold()
 	s := enterWith(t, c, context.Background(), key, h)
 	held := s.open(context.Background())
@@ -99,7 +99,7 @@ func TestScopeReentersOnlyItsOwnKey(t *testing.T) {
 	}
 
 	// Another name, kind or Client, or an unrelated context: a fresh owner.
-	for _, k := range []holdKey{{c, mutexHold, "b"}, {c, "other-kind", "a"}, {other, mutexHold, "a"}} {
+	for _, k := range []holdKey{{c, mutexScope, "b"}, {c, "other-kind", "a"}, {other, mutexScope, "a"}} {
 		fresh := newCountHold()
 		if got := enterWith(t, k.c, held, k, fresh); got.h != fresh {
 			t.Fatalf("%v found the hold of %v", k, key)
@@ -125,7 +125,7 @@ func TestScopeReentersOnlyItsOwnKey(t *testing.T) {
 
 func TestScopeEndedRefusesReentry(t *testing.T) {
 	c := scopeClient()
-	key := holdKey{c, mutexHold, "a"}
+	key := holdKey{c, mutexScope, "a"}
 	h := newCountHold()
 	s := enterWith(t, c, context.Background(), key, h)
 	held := context.WithoutCancel(s.open(context.Background())) // a context that outlives the scope
@@ -148,7 +148,7 @@ func TestScopeEndedRefusesReentry(t *testing.T) {
 // it before unlocking, so it never becomes a fresh acquisition.
 func TestScopeExitWaitsForReentryInProgress(t *testing.T) {
 	c := scopeClient()
-	key := holdKey{c, mutexHold, "a"}
+	key := holdKey{c, mutexScope, "a"}
 	h := newCountHold()
 	s := enterWith(t, c, context.Background(), key, h)
 	held := context.WithoutCancel(s.open(context.Background()))
@@ -175,7 +175,7 @@ func TestScopeExitWaitsForReentryInProgress(t *testing.T) {
 
 func TestScopeContextEndsOnLossAndClose(t *testing.T) {
 	c := scopeClient()
-	key := holdKey{c, mutexHold, "a"}
+	key := holdKey{c, mutexScope, "a"}
 	h := newCountHold()
 	s := enterWith(t, c, context.Background(), key, h)
 	held := s.open(context.Background())
@@ -192,7 +192,7 @@ func TestScopeContextEndsOnLossAndClose(t *testing.T) {
 	}
 
 	h2 := newCountHold()
-	s2 := enterWith(t, c, context.Background(), holdKey{c, mutexHold, "b"}, h2)
+	s2 := enterWith(t, c, context.Background(), holdKey{c, mutexScope, "b"}, h2)
 	held2 := s2.open(context.Background())
 	close(c.closing)
 	<-held2.Done()
@@ -205,7 +205,7 @@ func TestScopeContextEndsOnLossAndClose(t *testing.T) {
 // Goroutines sharing one context re-enter concurrently, each balanced.
 func TestScopeConcurrentReentries(t *testing.T) {
 	c := scopeClient()
-	key := holdKey{c, mutexHold, "a"}
+	key := holdKey{c, mutexScope, "a"}
 	h := newCountHold()
 	s := enterWith(t, c, context.Background(), key, h)
 	held := s.open(context.Background())

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -21,29 +22,30 @@ import (
 type lockCall struct {
 	start    time.Time // zero when LockDone is not set
 	attempts int
+	wait     bool // a blocking Lock, not a TryLock
 }
 
 // lockStarted reports a Lock or TryLock call and returns the ctx it goes on
 // with.
-func (c *Client) lockStarted(ctx context.Context, m *Mutex, lease time.Duration, renewed, wait bool) (context.Context, lockCall) {
-	var call lockCall
+func (c *Client) lockStarted(ctx context.Context, h *hold, lease time.Duration, renewed, wait bool) (context.Context, lockCall) {
+	call := lockCall{wait: wait}
 	if c.obs.LockDone != nil {
 		call.start = time.Now()
 	}
 	if f := c.obs.LockStart; f != nil {
-		ctx = started(ctx, f(ctx, LockStartInfo{Name: m.key.Name, Try: !wait, Lease: lease, Renewed: renewed}))
+		ctx = started(ctx, f(ctx, LockStartInfo{Name: h.key.Name, Try: !wait, Lease: lease, Renewed: renewed}))
 	}
 	return ctx, call
 }
 
 // lockEnded reports the end of a Lock or TryLock call.
-func (c *Client) lockEnded(ctx context.Context, m *Mutex, call *lockCall, w *waiter, wait, acquired bool, err error) {
+func (c *Client) lockEnded(ctx context.Context, h *hold, call *lockCall, w *waiter, wait, acquired bool, err error) {
 	f := c.obs.LockDone
 	if f == nil {
 		return
 	}
 	f(ctx, LockDoneInfo{
-		Name: m.key.Name, Try: !wait, Outcome: lockOutcome(acquired, err),
+		Name: h.key.Name, Try: !wait, Outcome: lockOutcome(acquired, err),
 		Attempts: call.attempts, Sleeps: w.sleeps, LastWake: w.lastWake,
 		Wait: time.Since(call.start), Err: err,
 	})
@@ -69,7 +71,7 @@ func lockOutcome(acquired bool, err error) LockOutcome {
 
 // attempted counts an acquire attempt of call and reports it, with any
 // clock trouble it shows. only is the node a probe went to, or -1.
-func (c *Client) attempted(ctx context.Context, m *Mutex, op reentrant.Op, only int, a attempt, call *lockCall) {
+func (c *Client) attempted(ctx context.Context, h *hold, op reentrant.Op, only int, a attempt, call *lockCall) {
 	if !a.sent {
 		return
 	}
@@ -80,8 +82,8 @@ func (c *Client) attempted(ctx context.Context, m *Mutex, op reentrant.Op, only 
 	// a.deadline is the attempt's start plus its lease.
 	elapsed := time.Since(a.deadline.Add(-op.Lease))
 	e := AttemptInfo{
-		Name: m.key.Name, Probe: only >= 0, Reentry: op.Reentry,
-		Nodes: len(c.nodes), Quorum: c.quorum, Elapsed: elapsed,
+		Name: h.key.Name, Probe: only >= 0, Reentry: op.Reentry,
+		Nodes: len(c.nodes), Quorum: h.kind.quorum, Elapsed: elapsed,
 		Validity: validity(op.Lease, elapsed, c.opts.ClockDriftFactor),
 		Drift:    drift(op.Lease, c.opts.ClockDriftFactor),
 	}
@@ -94,7 +96,7 @@ func (c *Client) attempted(ctx context.Context, m *Mutex, op reentrant.Op, only 
 	if f := c.obs.Attempt; f != nil {
 		f(ctx, e)
 	}
-	if e.Agreed >= c.quorum && e.Validity <= 0 {
+	if e.Agreed >= e.Quorum && e.Validity <= 0 {
 		c.clockTrouble(ClockTroubleInfo{Name: e.Name, Op: OpAcquire, Kind: ValidityExhausted, Elapsed: elapsed, Drift: e.Drift, Validity: e.Validity})
 	}
 	if elapsed > e.Drift {
@@ -103,6 +105,7 @@ func (c *Client) attempted(ctx context.Context, m *Mutex, op reentrant.Op, only 
 }
 
 func (c *Client) attemptOutcome(a attempt, op reentrant.Op, only, agreed int) AttemptOutcome {
+	quorum := cmp.Or(a.need, c.quorum)
 	// acquire sets a *QuorumError as it is (no errors.As: its target would
 	// cost an allocation per event).
 	qe, _ := a.err.(*QuorumError)
@@ -113,7 +116,7 @@ func (c *Client) attemptOutcome(a attempt, op reentrant.Op, only, agreed int) At
 		return AttemptCanceled
 	case qe != nil && qe.Late:
 		return AttemptLate
-	case op.Reentry && a.absent > len(c.nodes)-c.quorum:
+	case op.Reentry && a.absent > len(c.nodes)-quorum:
 		return AttemptLost
 	case a.contended && a.err == nil:
 		return AttemptContended
@@ -131,9 +134,9 @@ func (c *Client) clockTrouble(e ClockTroubleInfo) {
 
 // sleepStarted reports a blocking Lock going to sleep for at most d and
 // returns when it did (zero when SleepDone is not set).
-func (c *Client) sleepStarted(ctx context.Context, m *Mutex, d time.Duration) time.Time {
+func (c *Client) sleepStarted(ctx context.Context, h *hold, d time.Duration) time.Time {
 	if f := c.obs.SleepStart; f != nil {
-		f(ctx, SleepStartInfo{Name: m.key.Name, Max: d})
+		f(ctx, SleepStartInfo{Name: h.key.Name, Max: d})
 	}
 	if c.obs.SleepDone == nil {
 		return time.Time{}
@@ -143,7 +146,7 @@ func (c *Client) sleepStarted(ctx context.Context, m *Mutex, d time.Duration) ti
 
 // slept records how the waiter's sleep that began at start ended, from
 // what wait returned, and reports it.
-func (w *waiter) slept(ctx context.Context, m *Mutex, start time.Time, err error) {
+func (w *waiter) slept(ctx context.Context, h *hold, start time.Time, err error) {
 	w.sleeps++
 	switch {
 	case w.woken:
@@ -155,15 +158,15 @@ func (w *waiter) slept(ctx context.Context, m *Mutex, start time.Time, err error
 	default:
 		w.lastWake = WaitTimedOut
 	}
-	if f := m.c.obs.SleepDone; f != nil {
-		f(ctx, SleepDoneInfo{Name: m.key.Name, Slept: time.Since(start), Ended: w.lastWake})
+	if f := h.c.obs.SleepDone; f != nil {
+		f(ctx, SleepDoneInfo{Name: h.key.Name, Slept: time.Since(start), Ended: w.lastWake})
 	}
 }
 
 // unlockStarted reports an Unlock call and returns the ctx it goes on with.
-func (c *Client) unlockStarted(ctx context.Context, m *Mutex) context.Context {
+func (c *Client) unlockStarted(ctx context.Context, h *hold) context.Context {
 	if f := c.obs.UnlockStart; f != nil {
-		ctx = started(ctx, f(ctx, UnlockStartInfo{Name: m.key.Name}))
+		ctx = started(ctx, f(ctx, UnlockStartInfo{Name: h.key.Name}))
 	}
 	return ctx
 }
@@ -185,15 +188,15 @@ func (c *Client) newReleaseTally() releaseTally {
 	return t
 }
 
-// released reports the end of a release of m. A release of every hold that
+// released reports the end of a release of h. A release of every hold that
 // found none (nothing to do) is not reported.
-func (c *Client) released(ctx context.Context, m *Mutex, all bool, t *releaseTally, err error) {
+func (c *Client) released(ctx context.Context, h *hold, all bool, t *releaseTally, err error) {
 	f := c.obs.Release
 	if f == nil || all && t.target < 0 {
 		return
 	}
 	e := ReleaseInfo{
-		Name: m.key.Name, All: all, Full: t.target == 0, Count: max(t.target, 0),
+		Name: h.key.Name, All: all, Full: t.target == 0, Count: max(t.target, 0),
 		Reached: t.reached, Agreed: t.agreed, Nodes: len(c.nodes), Elapsed: time.Since(t.start), Err: err,
 	}
 	switch {
@@ -232,17 +235,17 @@ func (c *Client) doEnded(ctx context.Context, name string, start time.Time, ran 
 	}
 }
 
-// holdChanged reports that m started or stopped holding its lock.
-func (c *Client) holdChanged(m *Mutex, held bool) {
+// holdChanged reports that h started or stopped holding its lock.
+func (c *Client) holdChanged(h *hold, held bool) {
 	if f := c.obs.Hold; f != nil {
-		f(HoldInfo{Name: m.key.Name, Held: held})
+		f(HoldInfo{Name: h.key.Name, Held: held})
 	}
 }
 
-// lost reports the loss of m's hold.
-func (c *Client) lost(m *Mutex, why LossReason) {
+// lost reports the loss of h's hold.
+func (c *Client) lost(h *hold, why LossReason) {
 	if f := c.obs.Loss; f != nil {
-		f(LossInfo{Name: m.key.Name, Reason: why})
+		f(LossInfo{Name: h.key.Name, Reason: why})
 	}
 }
 

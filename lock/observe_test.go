@@ -73,7 +73,7 @@ func newCycleInput(withErrors bool) cycleInput {
 
 // cycle runs every observer helper a Lock, a sleep, an Unlock, a Do, a
 // renewal batch and a clean-up round call, with the values they see.
-func cycle(c *Client, m *Mutex, in *cycleInput) {
+func cycle(c *Client, m *hold, in *cycleInput) {
 	ctx := context.Background()
 	op := in.op
 	dctx, start := c.doStarted(ctx, "x")
@@ -100,7 +100,7 @@ func cycle(c *Client, m *Mutex, in *cycleInput) {
 // no event is built.
 func TestObserverUnsetAllocatesNothing(t *testing.T) {
 	c := observedClient(t, nil)
-	m := c.NewMutex("x")
+	m := &c.NewMutex("x").hold
 	in := newCycleInput(true)
 	if n := testing.AllocsPerRun(200, func() { cycle(c, m, &in) }); n != 0 {
 		t.Fatalf("%v allocations per cycle without an Observer; want 0", n)
@@ -130,7 +130,7 @@ func TestObserverEventsAllocateNothing(t *testing.T) {
 		ClockTrouble: func(ClockTroubleInfo) { count() },
 	}
 	c := observedClient(t, obs)
-	m := c.NewMutex("x")
+	m := &c.NewMutex("x").hold
 	in := newCycleInput(false)
 	cycle(c, m, &in)
 	// Every hook of the cycle but PubSub, the node error (none here) and
@@ -162,7 +162,7 @@ func BenchmarkObserverHooks(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := observedClient(b, tc.obs)
-			m := c.NewMutex("x")
+			m := &c.NewMutex("x").hold
 			in := newCycleInput(false)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -192,7 +192,7 @@ func TestMergeCallsEveryHookInOrderAndChainsContexts(t *testing.T) {
 		t.Fatal("a hook no observer sets must stay nil, so that it costs nothing")
 	}
 	c := observedClient(t, obs)
-	m := c.NewMutex("x")
+	m := &c.NewMutex("x").hold
 	ctx, call := c.lockStarted(context.Background(), m, time.Second, true, true)
 	var w waiter
 	c.lockEnded(ctx, m, &call, &w, true, true, nil)
@@ -212,7 +212,7 @@ func TestMergeCallsEveryHookInOrderAndChainsContexts(t *testing.T) {
 func TestStartHookReturningNilKeepsTheContext(t *testing.T) {
 	c := observedClient(t, &Observer{UnlockStart: func(context.Context, UnlockStartInfo) context.Context { return nil }})
 	ctx := context.Background()
-	if got := c.unlockStarted(ctx, c.NewMutex("x")); got != ctx {
+	if got := c.unlockStarted(ctx, &c.NewMutex("x").hold); got != ctx {
 		t.Fatal("the caller's ctx was replaced by nil")
 	}
 }
@@ -224,7 +224,7 @@ func TestAttemptEventsAndClockTrouble(t *testing.T) {
 		Attempt:      func(_ context.Context, e AttemptInfo) { attempts = append(attempts, e) },
 		ClockTrouble: func(e ClockTroubleInfo) { trouble = append(trouble, e) },
 	})
-	m := c.NewMutex("orders")
+	m := &c.NewMutex("orders").hold
 	op := testOp(1)
 	op.Lease = time.Second
 	var call lockCall
@@ -316,7 +316,7 @@ func TestLockOutcomes(t *testing.T) {
 func TestReleaseOutcomes(t *testing.T) {
 	var got []ReleaseInfo
 	c := observedClient(t, &Observer{Release: func(_ context.Context, e ReleaseInfo) { got = append(got, e) }})
-	m := c.NewMutex("x")
+	m := &c.NewMutex("x").hold
 	ctx := context.Background()
 	cases := []struct {
 		target int64
@@ -453,7 +453,7 @@ func TestHoldEventsFollowTheHeldSet(t *testing.T) {
 			held--
 		}
 	}})
-	m := c.NewMutex("x")
+	m := &c.NewMutex("x").hold
 	c.track(m, true)
 	c.track(m, true) // already tracked: no event
 	if held != 1 {
@@ -469,7 +469,7 @@ func TestHoldEventsFollowTheHeldSet(t *testing.T) {
 func TestLossReasons(t *testing.T) {
 	var got []LossInfo
 	c := observedClient(t, &Observer{Loss: func(e LossInfo) { got = append(got, e) }})
-	m := c.NewMutex("x")
+	m := &c.NewMutex("x").hold
 	lost := make(chan struct{})
 	m.lost = lost
 	m.markLost(lost, expiredReason(true))

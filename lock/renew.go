@@ -16,11 +16,14 @@ import (
 // holds the lock are repaired in the background.
 func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcome {
 	ops := make([]reentrant.Op, len(values))
+	need := c.quorum // the largest quorum of the batch's holds
 	for i, v := range values {
-		ops[i] = v.(*Mutex).renewOp()
+		h := v.(*hold)
+		ops[i] = h.renewOp()
+		need = max(need, h.kind.quorum)
 	}
 	start := time.Now()
-	replies := fanOutFor(c, ctx, kindRenew, c.opts.Lease, func(ctx context.Context, n *reentrant.Node) ([]reentrant.RenewResult, error) {
+	replies := fanOutTo(c, ctx, kindRenew, c.opts.Lease, -1, need, func(ctx context.Context, n *reentrant.Node) ([]reentrant.RenewResult, error) {
 		return n.RenewAll(ctx, ops), nil
 	})
 	elapsed := time.Since(start)
@@ -45,15 +48,16 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 			}
 		}
 		v := validity(op.Lease, elapsed, c.opts.ClockDriftFactor)
+		q := values[i].(*hold).kind.quorum
 		switch {
-		case held >= c.quorum && v > 0:
+		case held >= q && v > 0:
 			outcomes[i] = watchdog.Outcome{Renewed: true, ValidUntil: start.Add(elapsed + v)}
 			c.stats.renewals.Add(1)
 			renewed++
 			if len(repair) > 0 {
-				c.repairLater(values[i].(*Mutex), repair, outcomes[i].ValidUntil)
+				c.repairLater(values[i].(*hold), repair, outcomes[i].ValidUntil)
 			}
-		case notHeld > len(c.nodes)-c.quorum:
+		case notHeld > len(c.nodes)-q:
 			outcomes[i] = watchdog.Outcome{Lost: true}
 			lost++
 		}
@@ -69,15 +73,15 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 // Skipping is harmless: the operation in flight sets the lease itself, and
 // the watchdog retries shortly. An operation that starts after this one
 // takes a newer number and wins wherever the two meet.
-func (m *Mutex) renewOp() reentrant.Op {
-	if !m.opMu.TryLock() {
+func (h *hold) renewOp() reentrant.Op {
+	if !h.opMu.TryLock() {
 		return reentrant.Op{}
 	}
-	defer m.opMu.Unlock()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.count == 0 {
+	defer h.opMu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.count == 0 {
 		return reentrant.Op{}
 	}
-	return m.op(m.count, m.lease, 1)
+	return h.op(h.count, h.lease, 1)
 }

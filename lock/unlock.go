@@ -25,64 +25,67 @@ import (
 // times as long as an acquire would wait for it (see Options.NodeTimeout):
 // a release has no validity to protect, so Unlock does not report a node
 // that was merely slow as failed.
-func (m *Mutex) Unlock(ctx context.Context) error {
-	if m.keyErr != nil {
-		return m.keyErr
+func (m *Mutex) Unlock(ctx context.Context) error { return m.unlock(ctx) }
+
+// unlock is Unlock for every kind of hold: one hold fewer.
+func (h *hold) unlock(ctx context.Context) error {
+	if h.keyErr != nil {
+		return h.keyErr
 	}
-	ctx = m.c.unlockStarted(ctx, m)
-	if err := m.c.begin(); err != nil {
-		m.c.released(ctx, m, false, &releaseTally{target: -1}, err)
+	ctx = h.c.unlockStarted(ctx, h)
+	if err := h.c.begin(); err != nil {
+		h.c.released(ctx, h, false, &releaseTally{target: -1}, err)
 		return err // Close released every hold already
 	}
-	defer m.c.end()
-	return m.release(context.WithoutCancel(ctx), false)
+	defer h.c.end()
+	return h.release(context.WithoutCancel(ctx), false)
 }
 
 // releaseAll releases every hold at once: the hold context ended, or the
 // Client is closing.
-func (m *Mutex) releaseAll() error {
-	return m.release(m.c.life, true)
+func (h *hold) releaseAll() error {
+	return h.release(h.c.life, true)
 }
 
-func (m *Mutex) release(ctx context.Context, all bool) (err error) {
-	t := m.c.newReleaseTally()
-	defer func() { m.c.released(ctx, m, all, &t, err) }()
-	m.opMu.Lock()
-	defer m.opMu.Unlock()
+func (h *hold) release(ctx context.Context, all bool) (err error) {
+	t := h.c.newReleaseTally()
+	defer func() { h.c.released(ctx, h, all, &t, err) }()
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
 
-	m.mu.Lock()
-	if m.count == 0 {
-		m.mu.Unlock()
+	h.mu.Lock()
+	if h.count == 0 {
+		h.mu.Unlock()
 		if all {
 			return nil
 		}
 		return ErrNotHeld
 	}
-	target := m.count - 1
+	target := h.count - 1
 	if all {
 		target = 0
 	}
-	wasLost := m.isLost
-	op := m.op(target, m.lease, 1)
+	wasLost := h.isLost
+	op := h.op(target, h.lease, 1)
 	t.target = target
 	// Past any lease a node may still hold: renewals set it from their own
 	// time, so count from now, not from the first acquisition.
-	deadline := time.Now().Add(m.lease)
-	m.mu.Unlock()
+	deadline := time.Now().Add(h.lease)
+	h.mu.Unlock()
 
 	if wasLost {
 		// Clean whatever is left of ours, once, and keep the count balanced.
 		if target == 0 { // op already sets the count to 0
-			m.c.releaseOn(op, m.c.allNodes(), deadline)
+			h.c.releaseOn(op, h.c.allNodes(), deadline)
 		}
-		m.settle(target, time.Time{})
+		h.settle(target, time.Time{})
 		return ErrLost
 	}
 
 	start := time.Now()
-	replies := fanOutFor(m.c, ctx, kindRelease, op.Lease, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
+	replies := fanOutTo(h.c, ctx, kindRelease, op.Lease, -1, h.kind.quorum, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
 		op := op
-		op.Wake = m.c.wakeAt(n, op.Key)
+		op.Wake = h.c.wakeAt(n, op)
 		return n.Release(ctx, op, releaseID(op))
 	})
 	elapsed := time.Since(start)
@@ -98,43 +101,43 @@ func (m *Mutex) release(ctx context.Context, all bool) (err error) {
 			agreed++
 		}
 	}
-	m.c.releaseOn(op, retry, deadline)
+	h.c.releaseOn(op, retry, deadline)
 	t.reached, t.agreed = agreed+notHeld, agreed
 
 	switch {
-	case agreed >= m.c.quorum:
+	case agreed >= h.kind.quorum:
 		var validUntil time.Time
-		if v := validity(op.Lease, elapsed, m.c.opts.ClockDriftFactor); v > 0 && target > 0 {
+		if v := validity(op.Lease, elapsed, h.c.opts.ClockDriftFactor); v > 0 && target > 0 {
 			validUntil = start.Add(elapsed + v)
 		}
-		m.settle(target, validUntil)
+		h.settle(target, validUntil)
 		return nil
-	case notHeld > len(m.c.nodes)-m.c.quorum:
+	case notHeld > len(h.c.nodes)-h.kind.quorum:
 		// A quorum says the lock is not ours: it was lost before this call.
 		if target > 0 {
-			m.loseHold(LossNotHeld) // and clear what is left of ours
+			h.loseHold(LossNotHeld) // and clear what is left of ours
 		} else {
-			m.signalLoss(LossNotHeld) // op already set every node's count to 0
+			h.signalLoss(LossNotHeld) // op already set every node's count to 0
 		}
-		m.settle(target, time.Time{})
+		h.settle(target, time.Time{})
 		return ErrLost
 	default:
-		m.settle(target, time.Time{})
-		return &QuorumError{Op: "release", Needed: m.c.quorum, Agreed: agreed, Nodes: failures(m.c, replies)}
+		h.settle(target, time.Time{})
+		return &QuorumError{Op: "release", Needed: h.kind.quorum, Agreed: agreed, Nodes: failures(h.c, replies)}
 	}
 }
 
 // settle records the count after a release; at zero the hold ends.
-func (m *Mutex) settle(count int64, validUntil time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.count = count
+func (h *hold) settle(count int64, validUntil time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.count = count
 	if count == 0 {
-		m.endHold()
+		h.endHold()
 		return
 	}
 	if !validUntil.IsZero() {
-		m.extend(validUntil)
+		h.extend(validUntil)
 	}
 }
 

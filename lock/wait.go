@@ -29,10 +29,10 @@ type waiter struct {
 // or returns ctx's error (or ErrClosed) when ctx ends (or the Client
 // closes) first. A first waiter (one that holds the lock's tie-breaker) is
 // woken before the others of its process.
-func (w *waiter) wait(ctx context.Context, m *Mutex, sleep time.Duration, first bool) (err error) {
+func (w *waiter) wait(ctx context.Context, h *hold, sleep time.Duration, first bool) (err error) {
 	if !w.primed {
 		w.primed = true
-		sub, err := m.c.broker.SubscribeOwner(ctx, m.key.Channel, m.owner, releasesOf(m.owner))
+		sub, err := h.c.broker.SubscribeOwner(ctx, h.key.WaitChannel(h.kind.mode), h.owner, releasesOf(h.owner))
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -46,21 +46,21 @@ func (w *waiter) wait(ctx context.Context, m *Mutex, sleep time.Duration, first 
 	w.sub.SetFirst(first)
 	t := time.NewTimer(sleep)
 	defer t.Stop()
-	m.c.stats.sleeping.Add(1)
-	defer m.c.stats.sleeping.Add(-1)
-	start := m.c.sleepStarted(ctx, m, sleep)
-	defer func() { w.slept(ctx, m, start, err) }()
+	h.c.stats.sleeping.Add(1)
+	defer h.c.stats.sleeping.Add(-1)
+	start := h.c.sleepStarted(ctx, h, sleep)
+	defer func() { w.slept(ctx, h, start, err) }()
 	select {
 	case <-w.sub.Wake():
 		w.woken, w.why = true, w.sub.WakeReason()
-		m.c.stats.wokenByPub.Add(1)
+		h.c.stats.wokenByPub.Add(1)
 		return nil
 	case <-t.C:
-		m.c.stats.wokenByTTL.Add(1)
+		h.c.stats.wokenByTTL.Add(1)
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-m.c.closing:
+	case <-h.c.closing:
 		return ErrClosed
 	}
 }
@@ -78,6 +78,20 @@ func (w *waiter) close(acquired bool) {
 		default:
 		}
 	}
+	w.sub.Close()
+}
+
+// passOn drops the subscription share of a Lock that got a hold others
+// may share (see holdKind.shared), and wakes the next waiter of its process
+// on the lock's channel: the release that let this one in may let that one
+// in too, and it would otherwise sleep out its lease. A waiter the wake
+// does not help (it needs what this one now holds) tries once and sleeps
+// again.
+func (w *waiter) passOn() {
+	if w.sub == nil {
+		return
+	}
+	w.sub.GiveBack()
 	w.sub.Close()
 }
 

@@ -2,7 +2,9 @@
 -- count to an absolute value so that a retried call can never count a hold twice.
 --
 -- KEYS[1] lock hash        KEYS[2] fencing counter   KEYS[3] the owner's tombstone
--- KEYS[4] the lock's wait queue
+-- KEYS[4] the lock's wait queue   KEYS[5] its entries' deadlines (a fair lock's)
+-- KEYS[6..8], an RWMutex's write hold only: readers hash, readers' leases,
+--         the mark of a waiting writer (see prelude.lua)
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
 -- ARGV[5] '1' for a re-entry: only count up a hold the owner still has here
@@ -10,11 +12,20 @@
 -- ARGV[7] the owner's ticket in the wait queue, or 0: a waiting owner that
 --         finds another holder joins the queue (see enqueue in prelude.lua),
 --         and leaves it when it takes the lock
+-- ARGV[8] '1' for a fair lock's first acquisition on the node that keeps
+--         its queue: the lock is taken only by the owner at the head of the
+--         queue, or by anyone when the queue is empty; another owner finds
+--         {4, -2, fence} and joins the queue (with a ticket), or is refused
+--         (a TryLock, without one)
+-- ARGV[9] '1' (with KEYS[6..8]) when the owner waits for the write hold: a
+--         refusal leaves its mark, so that new readers wait behind it
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
 --
 -- Returns {1, count, fence} when the owner holds the lock afterwards,
+-- {4, -2, fence} when a fair lock is free here but another owner is ahead
+-- in its queue (ARGV[8]),
 -- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it), or
 -- {2, -2, fence} when the lock is free but this call is stale: the owner's
 -- hold here was ended (released, undone or force-unlocked) by an operation
@@ -26,6 +37,16 @@
 -- it afresh would hide from the owner that another owner may have held the
 -- lock in between. The client decides from a quorum of such answers that
 -- the hold is lost.
+--
+-- An RWMutex's write hold is this same hold, with the readers' keys given:
+-- readers of other owners whose lease has not ended refuse it too, with
+-- {0, ms until the first of their leases ends, fence}, and a writer that
+-- waits (ARGV[9]) leaves its mark whenever it is refused; the hold once
+-- taken removes the owner's mark. A marking writer is told to look again
+-- within half a lease at the latest, so that it renews its mark before the
+-- mark can lapse. The owner's own read holds never refuse
+-- it (it never asks while it reads, see the lock package's RWMutex, but a
+-- repair or a retry may find them).
 --
 -- Why the tombstone. A full release deletes the hash, and with it the field
 -- OWNER/seq that lets the branch below ignore stragglers. Without more, an
@@ -49,20 +70,26 @@ local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local reentry = ARGV[5] == '1'
 local ticket = tonumber(ARGV[7])
+local deadlines = ARGV[8] == '1' and KEYS[5] or nil
 local fence = 0
 if ARGV[6] == '1' then
   fence = fenceCounter(KEYS[2])
 end
 
 local size = hashSize(key)
+local held
 if size > 0 then
-  local held, last = ownHold(key, owner)
+  local last
+  held, last = ownHold(key, owner)
   -- The owner's fields are its count and OWNER/seq: any other field is
   -- another owner's hold, found without reading the whole hash.
   local own = (held and 1 or 0) + (last > 0 and 1 or 0)
   if size > own then
     local ttl = redis.call('PTTL', key)
-    enqueue(KEYS[4], owner, ticket, ttl, lease)
+    enqueue(KEYS[4], owner, ticket, ttl, lease, deadlines)
+    if KEYS[8] and ARGV[9] == '1' then
+      ttl = markWaiting(KEYS[8], owner, lease, ttl)
+    end
     return {0, ttl, fence}
   end
   -- An operation that is not newer than the last one applied is a retry or a
@@ -78,7 +105,23 @@ elseif reentry then
 elseif seq <= buried(KEYS[3]) then
   return {2, -2, fence}
 end
+-- Free here. A fair lock goes to the head of its queue: anyone else joins
+-- the queue (or is refused) and takes nothing.
+if deadlines and not held and aheadOf(KEYS[4], deadlines, owner) then
+  enqueue(KEYS[4], owner, ticket, -2, lease, deadlines)
+  return {4, -2, fence}
+end
+if KEYS[6] then
+  local wait = otherReaders(KEYS[6], KEYS[7], owner)
+  if wait >= 0 then
+    if ARGV[9] == '1' then
+      wait = markWaiting(KEYS[8], owner, lease, wait)
+    end
+    return {0, wait, fence}
+  end
+  unmark(KEYS[8], owner)
+end
 redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 redis.call('PEXPIRE', key, lease)
-dequeue(KEYS[4], owner, ticket)
+dequeue(KEYS[4], owner, ticket, deadlines)
 return {1, count, fence}

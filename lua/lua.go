@@ -33,6 +33,22 @@ var (
 	forceUnlockSource string
 	//go:embed fence.lua
 	fenceSource string
+	//go:embed readacquire.lua
+	readAcquireSource string
+	//go:embed readrelease.lua
+	readReleaseSource string
+	//go:embed readrenew.lua
+	readRenewSource string
+	//go:embed semaphore.lua
+	semaphorePrelude string
+	//go:embed semacquire.lua
+	semAcquireSource string
+	//go:embed semrelease.lua
+	semReleaseSource string
+	//go:embed semrenew.lua
+	semRenewSource string
+	//go:embed seminspect.lua
+	semInspectSource string
 )
 
 // The scripts. Each file documents its KEYS, ARGV and reply; prelude.lua
@@ -50,6 +66,25 @@ var (
 	ForceUnlock = New("forceunlock", forceUnlockSource)
 	// Fence raises a lock's fencing counter.
 	Fence = New("fence", fenceSource)
+	// ReadAcquire takes or re-enters an RWMutex read hold for one owner.
+	ReadAcquire = New("readacquire", readAcquireSource)
+	// ReadRelease lowers an owner's read hold count, dropping its share at zero.
+	ReadRelease = New("readrelease", readReleaseSource)
+	// ReadRenew extends the lease of an owner's read hold.
+	ReadRenew = New("readrenew", readRenewSource)
+)
+
+// The semaphore's scripts: semaphore.lua holds the helpers they share
+// (and explains the data model), after prelude.lua's.
+var (
+	// SemAcquire takes n permits of a semaphore for one owner, under its own lease.
+	SemAcquire = New("semacquire", semaphorePrelude+"\n"+semAcquireSource)
+	// SemRelease gives an owner's permits back, announcing it.
+	SemRelease = New("semrelease", semaphorePrelude+"\n"+semReleaseSource)
+	// SemRenew extends the lease of the permits an owner holds.
+	SemRenew = New("semrenew", semaphorePrelude+"\n"+semRenewSource)
+	// SemInspect reads a semaphore's live holders, their permits and leases.
+	SemInspect = New("seminspect", semaphorePrelude+"\n"+semInspectSource)
 )
 
 // Script is a Lua script with its SHA1 digest precomputed.

@@ -12,7 +12,7 @@ import (
 )
 
 func TestScriptsAreEmbeddedWithTheirSHA(t *testing.T) {
-	for _, s := range []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect, lua.ForceUnlock, lua.Fence} {
+	for _, s := range allScripts {
 		if !strings.Contains(s.Source(), "KEYS[1]") {
 			t.Errorf("%s: source not embedded", s.Name())
 		}
@@ -44,7 +44,7 @@ func TestScriptsTouchOnlyTheKeysTheyAreGiven(t *testing.T) {
 	// owner is such a key: each script that reads or writes one must get
 	// its full name in KEYS, never build it from the lock's name.
 	built := regexp.MustCompile(`KEYS\[[^\]]*\]\s*\.\.|\.\.\s*KEYS\[`)
-	for _, s := range []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect, lua.ForceUnlock, lua.Fence} {
+	for _, s := range allScripts {
 		if m := built.FindString(s.Source()); m != "" {
 			t.Errorf("%s: builds a key name (%q)", s.Name(), m)
 		}
@@ -53,3 +53,8 @@ func TestScriptsTouchOnlyTheKeysTheyAreGiven(t *testing.T) {
 		t.Fatal("the check does not catch a built key")
 	}
 }
+
+// allScripts is every script relock runs.
+var allScripts = []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect, lua.ForceUnlock, lua.Fence,
+	lua.ReadAcquire, lua.ReadRelease, lua.ReadRenew,
+	lua.SemAcquire, lua.SemRelease, lua.SemRenew, lua.SemInspect}

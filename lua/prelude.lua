@@ -122,12 +122,57 @@ end
 -- quorum alone decides who holds the lock, and every waiter still retries
 -- by itself when the holder's lease runs out.
 
+-- serverMs is the node's clock in ms (TIME): the deadlines of a fair lock's
+-- queue entries are kept and compared on one node, by that node's clock.
+local function serverMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A fair lock (the lock package's FairMutex) keeps beside its queue a second
+-- sorted set, deadlines: each waiting owner with the node's clock (ms) by which
+-- it must ask again. A live waiter asks at least that often (each refused
+-- attempt moves its deadline on, see enqueue); one that died or gave up
+-- without leaving is dropped once its deadline passes, so it holds up the
+-- owners behind it for a bounded time.
+
+-- purgeQueue drops the entries whose deadline passed, at most 100 a call
+-- (each call drops more), from the queue and from deadlines.
+local function purgeQueue(queue, deadlines)
+  local ok, gone = pcall(redis.call, 'ZRANGEBYSCORE', deadlines, '-inf', serverMs(), 'LIMIT', 0, 100)
+  if not ok then
+    foreign(deadlines, 'queue')
+  end
+  if #gone > 0 then
+    redis.call('ZREM', deadlines, unpack(gone))
+    pcall(redis.call, 'ZREM', queue, unpack(gone))
+  end
+end
+
+-- aheadOf returns the owner at the head of a fair lock's queue when that is
+-- not owner (someone asked first and is still waiting), or nil: the queue
+-- is empty, or owner heads it. Expired entries are dropped first.
+local function aheadOf(queue, deadlines, owner)
+  purgeQueue(queue, deadlines)
+  local ok, head = pcall(redis.call, 'ZRANGE', queue, 0, 0)
+  if not ok then
+    foreign(queue, 'queue')
+  end
+  if head[1] and head[1] ~= owner then
+    return head[1]
+  end
+  return nil
+end
+
 -- enqueue puts a waiting owner (ticket > 0) that found the lock held into
 -- the queue, keeping the ticket it may already have there. The queue lives
 -- as long as the holder's lease (ttl ms, as PTTL gave it) and one lease of
 -- the waiter (lease ms) more: a waiter still waiting by then retries, and
--- joins again. Another type at the queue's key is foreign data.
-local function enqueue(queue, owner, ticket, ttl, lease)
+-- joins again. For a fair lock, deadlines is the key of the entries' deadlines
+-- (see aheadOf): the owner's is set to that same span from now, so each
+-- attempt of a live waiter moves it on. Another type at the queue's key is
+-- foreign data.
+local function enqueue(queue, owner, ticket, ttl, lease, deadlines)
   if ticket <= 0 then
     return
   end
@@ -135,24 +180,37 @@ local function enqueue(queue, owner, ticket, ttl, lease)
   if not ok then
     foreign(queue, 'queue')
   end
-  redis.call('PEXPIRE', queue, math.max(ttl, 0) + lease)
-end
-
--- dequeue takes a waiting owner (ticket > 0) that has taken the lock out of
--- the queue, if a release has not already.
-local function dequeue(queue, owner, ticket)
-  if ticket > 0 then
-    pcall(redis.call, 'ZREM', queue, owner)
+  local span = math.max(ttl, 0) + lease
+  redis.call('PEXPIRE', queue, span)
+  if deadlines then
+    redis.call('ZADD', deadlines, serverMs() + span, owner)
+    redis.call('PEXPIRE', deadlines, span)
   end
 end
 
--- queueHead returns, for a release announced with mode 'q', the first two
--- owners of the queue (the one the lock goes to and the one after it), or
--- an empty list; nothing for another mode. Another type at the queue's key
--- is foreign data.
-local function queueHead(queue, mode)
-  if mode ~= 'q' then
+-- dequeue takes a waiting owner (ticket > 0) that has taken the lock out of
+-- the queue, if a release has not already, and out of the deadlines of a
+-- fair lock's queue (deadlines, when given).
+local function dequeue(queue, owner, ticket, deadlines)
+  if ticket > 0 then
+    pcall(redis.call, 'ZREM', queue, owner)
+  end
+  if deadlines then
+    pcall(redis.call, 'ZREM', deadlines, owner)
+  end
+end
+
+-- queueHead returns, for a release announced with mode 'q' or 'f', the
+-- first two owners of the queue (the one the lock goes to and the one after
+-- it), or an empty list; nothing for another mode. A fair lock's ('f')
+-- expired entries are dropped first (deadlines). Another type
+-- at the queue's key is foreign data.
+local function queueHead(queue, mode, deadlines)
+  if mode ~= 'q' and mode ~= 'f' then
     return {}
+  end
+  if mode == 'f' then
+    purgeQueue(queue, deadlines)
   end
   local ok, head = pcall(redis.call, 'ZRANGE', queue, 0, 1)
   if not ok then
@@ -169,18 +227,153 @@ end
 --                          ('' when none), who retries if TARGET does not
 --                          take the lock soon. An empty queue gives
 --                          'ID  ': any waiter, at once.
+--   'f' 'ID TARGET NEXT'   as 'q', for a fair lock: TARGET stays in the
+--                          queue, at its head, until it takes the lock (or
+--                          its deadline passes), so no one else may take it
+--                          here before
 --   'k' 'ID k'             for keepers only: waiters holding part of the
 --                          lock that wait for the others to give theirs back
 local function announce(channel, id, mode, queue, head)
   if mode == 'k' then
     redis.call('PUBLISH', channel, id .. ' k')
-  elseif mode == 'q' then
+  elseif mode == 'q' or mode == 'f' then
     local target, after = head[1] or '', head[2] or ''
-    if target ~= '' then
+    if target ~= '' and mode == 'q' then
       redis.call('ZREM', queue, target)
     end
     redis.call('PUBLISH', channel, id .. ' ' .. target .. ' ' .. after)
   else
     redis.call('PUBLISH', channel, id)
   end
+end
+
+-- The readers of an RWMutex. Its write hold is a hold like a Mutex's, in the
+-- lock hash; its read holds live beside it (same hash tag) in two keys of
+-- their own, so that each reader's lease is its own:
+--   readers   a hash: OWNER = the reader's hold count, OWNER/seq = the
+--             sequence number of its last applied operation (as in the
+--             lock hash);
+--   leases    a sorted set: OWNER scored by the end of its lease, in the
+--             server's time (TIME, in ms).
+-- Both keys expire with the furthest lease among the readers (fitReaders),
+-- and each script that reads them first drops the readers whose lease has
+-- ended (dropEnded): a reader that stopped renewing frees its share at its
+-- own lease's end, not at the longest one's. A third key, the mark, is a
+-- string naming a writer that waits (markWaiting): new readers of other
+-- owners wait behind it. It lives one lease of that writer at most, so a
+-- writer that died holds readers back no longer than that.
+
+-- serverTime returns the server's clock in ms.
+local function serverTime()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- fitReaders sets the readers' keys to expire with the furthest lease among
+-- them, or deletes both when no reader is left; it returns how many are
+-- left.
+local function fitReaders(readers, leases, now)
+  local last = redis.call('ZRANGE', leases, -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', readers, leases)
+    return 0
+  end
+  local ttl = math.max(tonumber(last[2]) - now, 1)
+  redis.call('PEXPIRE', readers, ttl)
+  redis.call('PEXPIRE', leases, ttl)
+  return redis.call('ZCARD', leases)
+end
+
+-- dropEnded checks the readers' keys (another type at either is foreign
+-- data: the script stops before any change) and drops the readers whose
+-- lease ended by now. roles, when given, names the two keys' roles in a
+-- foreign-data error ({hash's, leases'}), for another kind of hold kept
+-- the same way (a semaphore's holders, see semaphore.lua); an RWMutex's
+-- readers otherwise.
+local function dropEnded(readers, leases, now, roles)
+  roles = roles or {'readers', 'readers'}
+  if not pcall(redis.call, 'HLEN', readers) then
+    foreign(readers, roles[1])
+  end
+  local ok, ended = pcall(redis.call, 'ZRANGEBYSCORE', leases, '-inf', now)
+  if not ok then
+    foreign(leases, roles[2])
+  end
+  if #ended == 0 then
+    return
+  end
+  for _, owner in ipairs(ended) do
+    redis.call('HDEL', readers, owner, owner .. '/seq')
+  end
+  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+  fitReaders(readers, leases, now)
+end
+
+-- setReader stores the owner's read hold: count, sequence number, and a
+-- lease of lease ms from now.
+local function setReader(readers, leases, owner, count, seq, now, lease)
+  redis.call('HSET', readers, owner, count, owner .. '/seq', seq)
+  redis.call('ZADD', leases, now + lease, owner)
+  fitReaders(readers, leases, now)
+end
+
+-- ownRead drops the readers whose lease ended and returns, as ownHold
+-- does, the owner's read hold count (nil when it does not read here) and
+-- its last sequence number, with the server's time.
+local function ownRead(readers, leases, owner)
+  local now = serverTime()
+  dropEnded(readers, leases, now)
+  local held, last = ownHold(readers, owner)
+  return held, last, now
+end
+
+-- otherReaders drops the readers whose lease ended and returns the ms left
+-- until the first lease of a reader other than owner ends, or -1 when there
+-- is none.
+local function otherReaders(readers, leases, owner)
+  local now = serverTime()
+  dropEnded(readers, leases, now)
+  local first = redis.call('ZRANGE', leases, 0, 1, 'WITHSCORES')
+  for i = 1, #first, 2 do
+    if first[i] ~= owner then
+      return math.max(tonumber(first[i + 1]) - now, 1)
+    end
+  end
+  return -1
+end
+
+-- markOf returns the owner named by the mark ('' when there is none);
+-- another type there is foreign data.
+local function markOf(mark)
+  local ok, who = pcall(redis.call, 'GET', mark)
+  if not ok then
+    foreign(mark, 'mark')
+  end
+  return who or ''
+end
+
+-- markWaiting leaves the mark of a writer that waits, for ttl ms, unless
+-- another writer's mark is there, and returns how long the writer may
+-- sleep before it looks again: wait ms (what refused it lasts that long),
+-- or less, so that it renews its mark before the mark lapses; a negative
+-- wait (unknown) stays as it is.
+local function markWaiting(mark, owner, ttl, wait)
+  local who = markOf(mark)
+  if who == '' or who == owner then
+    redis.call('SET', mark, owner, 'PX', ttl)
+  end
+  if wait < 0 then
+    return wait -- unknown (-1: no expiry, -2: gone): the client decides
+  end
+  return math.min(wait, math.floor(ttl / 2))
+end
+
+-- unmark deletes the owner's mark, if it is there, and reports whether it
+-- did.
+local function unmark(mark, owner)
+  if markOf(mark) ~= owner then
+    return false
+  end
+  redis.call('DEL', mark)
+  return true
 end

@@ -2,13 +2,16 @@
 -- lock is deleted and one message is published on its release channel.
 --
 -- KEYS[1] lock hash        KEYS[2] release channel   KEYS[3] the owner's tombstone
--- KEYS[4] the lock's wait queue
+-- KEYS[4] the lock's wait queue   KEYS[5] its entries' deadlines (a fair lock's)
+-- KEYS[6..7], an RWMutex's write hold only: the mark of a waiting writer,
+--         the channel of waiting readers
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number   ARGV[5] release id (the message payload)
 -- ARGV[6] how the release is announced: '' the release id alone (a copy for
 --         any waiter), 'q' handed to the head of the wait queue (this node
---         breaks the lock's ties), 'k' a copy for keepers only (see announce
---         in prelude.lua)
+--         breaks the lock's ties), 'f' handed to the head of a fair lock's
+--         queue, which stays there until it takes the lock, 'k' a copy for
+--         keepers only (see announce in prelude.lua)
 --
 -- Returns 0 when the owner does not hold the lock here (nothing changes but
 -- the tombstone, see below), 1 when it still holds it, 2 when the lock was
@@ -37,6 +40,11 @@
 -- the longer of the two TTLs matters when an earlier hold of the owner had
 -- a longer lease than this one. The TTL is always set, so no tombstone
 -- stays forever.
+--
+-- An RWMutex's write hold (KEYS[5..6] given): a release to 0 also removes
+-- the owner's mark, held or not (a writer that gave up waiting leaves
+-- nothing), and the readers' channel hears of it when the lock was freed or
+-- a mark removed: the waiting readers may go in.
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
@@ -44,6 +52,9 @@ local held, last = ownHold(key, owner)
 if not held then
   if count == 0 then
     bury(KEYS[3], seq, lease)
+    if KEYS[6] and unmark(KEYS[6], owner) then
+      redis.call('PUBLISH', KEYS[7], ARGV[5])
+    end
   end
   return 0
 end
@@ -57,8 +68,12 @@ if count > 0 then
 end
 -- Read the queue and bury first: foreign data in their place stops the
 -- script before it has changed anything (Redis does not roll a script back).
-local head = queueHead(KEYS[4], ARGV[6])
+local head = queueHead(KEYS[4], ARGV[6], KEYS[5])
 bury(KEYS[3], seq, lease)
 redis.call('DEL', key)
 announce(KEYS[2], ARGV[5], ARGV[6], KEYS[4], head)
+if KEYS[6] then
+  unmark(KEYS[6], owner)
+  redis.call('PUBLISH', KEYS[7], ARGV[5])
+end
 return 2

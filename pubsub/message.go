@@ -1,6 +1,9 @@
 package pubsub
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // The messages a lock's release channel carries, as relock's release
 // scripts publish them (lua/prelude.lua, announce). ID is the release's id,
@@ -23,6 +26,11 @@ import "strings"
 //	                    Options.Grace (the node that sends them failed, or
 //	                    this process's subscription to it is down), the
 //	                    release goes to one waiter here, as an ID would.
+//	ID *Q               a copy for any waiter, as ID, that is due once Q
+//	                    copies are in instead of Options.Quorum: a hold
+//	                    whose acquisitions need more nodes than the lock's
+//	                    majority (a semaphore's) says how many, so that its
+//	                    waiter retries when the release can let it in.
 //
 // An empty payload is a bare wake (a wake passed on, a late subscription
 // confirmation): any waiter, at once.
@@ -31,6 +39,7 @@ type message struct {
 	id     string // the release's id ("" for a bare wake)
 	target string // hand-off only
 	next   string // hand-off only
+	need   int    // ID *Q only: the copies that make it due
 }
 
 type messageKind int
@@ -51,6 +60,11 @@ func parseMessage(payload string) message {
 	if rest == "k" {
 		return message{kind: keepersOnly, id: id}
 	}
+	if q, ok := strings.CutPrefix(rest, "*"); ok {
+		if need, err := strconv.Atoi(q); err == nil && need > 0 {
+			return message{kind: anyWaiter, id: id, need: need}
+		}
+	}
 	target, next, found := strings.Cut(rest, " ")
 	if !found {
 		return message{kind: anyWaiter, id: payload}
@@ -61,7 +75,10 @@ func parseMessage(payload string) message {
 // copiesNeeded is how many copies of the message make it due: a quorum's
 // for a copy every node sends, one for the others.
 func (m message) copiesNeeded(quorum int) int {
-	if m.kind == anyWaiter {
+	switch {
+	case m.need > 0:
+		return m.need
+	case m.kind == anyWaiter:
 		return quorum
 	}
 	return 1

@@ -19,6 +19,9 @@ func TestParseMessage(t *testing.T) {
 		{"c:o/7  ", message{kind: handOff, id: "c:o/7"}},
 		{"c:o/7 odd", message{kind: anyWaiter, id: "c:o/7 odd"}},
 		{" x y", message{kind: anyWaiter}},
+		{"c:o/7 *3", message{kind: anyWaiter, id: "c:o/7", need: 3}},
+		{"c:o/7 *0", message{kind: anyWaiter, id: "c:o/7 *0"}},
+		{"c:o/7 *x", message{kind: anyWaiter, id: "c:o/7 *x"}},
 	} {
 		if got := parseMessage(tc.payload); got != tc.want {
 			t.Errorf("parseMessage(%q) = %+v, want %+v", tc.payload, got, tc.want)
@@ -26,6 +29,9 @@ func TestParseMessage(t *testing.T) {
 	}
 	if n := parseMessage("c:o/7").copiesNeeded(2); n != 2 {
 		t.Errorf("a copy for any waiter needs %d copies, want the quorum, 2", n)
+	}
+	if n := parseMessage("c:o/7 *3").copiesNeeded(2); n != 3 {
+		t.Errorf("a copy that asks for 3 copies needs %d, want 3", n)
 	}
 	for _, p := range []string{"c:o/7 k", "c:o/7 c:a c:b"} {
 		if n := parseMessage(p).copiesNeeded(2); n != 1 {

@@ -72,12 +72,12 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 // acquireKeys and releaseKeys are the KEYS of the acquire and release
 // scripts for op, the same for a lone call and a batch.
 func acquireKeys(op Op) []string {
-	return []string{op.Key.Lock, op.Key.Fence, op.Key.Tombstone(op.Owner), op.Key.Queue}
+	return []string{op.Key.Lock, op.Key.Fence, op.Key.Tombstone(op.Owner), op.Key.Queue, op.Key.QueueDeadlines}
 }
 
 // acquireArgs are the ARGV of the acquire script for op.
 func acquireArgs(op Op) []any {
-	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket}
+	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, flag(op.Fair)}
 }
 
 // flag is a script's boolean argument.
@@ -89,7 +89,7 @@ func flag(b bool) int {
 }
 
 func releaseKeys(op Op) []string {
-	return []string{op.Key.Lock, op.Key.Channel, op.Key.Tombstone(op.Owner), op.Key.Queue}
+	return []string{op.Key.Lock, op.Key.Channel, op.Key.Tombstone(op.Owner), op.Key.Queue, op.Key.QueueDeadlines}
 }
 
 // releaseArgs are the ARGV of the release script for op, publishing
@@ -100,12 +100,13 @@ func releaseArgs(op Op, releaseID string) []any {
 
 // acquisitionOf reads the acquire script's reply {outcome, count or pttl,
 // fence}: outcome 1 acquired, 0 held by another owner, 2 a stale operation
-// of an owner that released since (its tombstone refused it).
+// of an owner that released since (its tombstone refused it), 3 a re-entry
+// whose hold is missing, 4 a fair lock's turn that is someone else's.
 func acquisitionOf(reply []int64) (Acquisition, error) {
-	if len(reply) != 3 || reply[0] < 0 || reply[0] > 3 {
+	if len(reply) != 3 || reply[0] < 0 || reply[0] > 4 {
 		return Acquisition{}, fmt.Errorf("relock: acquire: unexpected reply %v", reply)
 	}
-	a := Acquisition{Acquired: reply[0] == 1, Stale: reply[0] == 2, Missing: reply[0] == 3, Fence: reply[2]}
+	a := Acquisition{Acquired: reply[0] == 1, Stale: reply[0] == 2, Missing: reply[0] == 3, Queued: reply[0] == 4, Fence: reply[2]}
 	if a.Acquired {
 		a.Count = reply[1]
 	} else {

@@ -25,6 +25,13 @@ type Key struct {
 	// Queue is the lock's wait queue (a sorted set of waiting owners by
 	// ticket), kept on the node that breaks ties; see Op.Ticket and Wake.
 	Queue string
+	// QueueDeadlines is, for a fair lock, the deadline of each owner in
+	// Queue (a sorted set of owners by the node's clock in ms): an owner
+	// that stops asking leaves the queue once its deadline passes.
+	QueueDeadlines string
+	// Leases is a semaphore's sorted set of holders by the end of their
+	// leases (see NewSemaphoreKey); empty for a lock.
+	Leases string
 }
 
 // Tombstone returns the key where a node remembers, for a short while, the
@@ -35,6 +42,34 @@ type Key struct {
 // The lock hash itself stays free of it: a released lock still reads as
 // free everywhere.
 func (k Key) Tombstone(owner string) string { return k.Tombstones + owner }
+
+// The keys of an RWMutex beside its write hold, which is the hash at Lock
+// (so that every tool that reads a lock sees its writer): they share the
+// lock's hash tag, and their names end in suffixes no other key of the lock
+// uses. They are methods, not fields, so a Key stays as it was for the
+// other kinds of lock. See lua/prelude.lua for what each holds.
+
+// Readers returns the hash of an RWMutex's readers: each owner's read hold
+// count and the sequence number of its last operation.
+func (k Key) Readers() string { return k.Lock + ":readers" }
+
+// ReadLeases returns the sorted set of an RWMutex's readers by the end of
+// their leases, in the server's time: each reader's lease is its own.
+func (k Key) ReadLeases() string { return k.Lock + ":readleases" }
+
+// WriterWaiting returns the key of the mark a waiting writer of an RWMutex
+// leaves: new readers of other owners wait behind it.
+func (k Key) WriterWaiting() string { return k.Lock + ":writerwaiting" }
+
+// ReadChannel returns the channel an RWMutex's waiting readers listen on:
+// a writer's release, or a waiting writer that gave up, is announced there
+// (the last reader's release goes to Channel, where writers wait).
+func (k Key) ReadChannel() string { return k.Lock + ":readable" }
+
+// ReadTombstone returns the key where a node remembers, as Tombstone does
+// for a hold at Lock, the sequence number of the operation that ended
+// owner's read hold. Read and write holds number their operations apart.
+func (k Key) ReadTombstone(owner string) string { return k.Lock + ":rgone:" + owner }
 
 // tagEscaper keeps a name inside its hash tag: Redis ends a tag at the first
 // '}', so '}' is escaped, and so is the escape character itself so that two
@@ -51,5 +86,5 @@ func NewKey(prefix, name string) (Key, error) {
 		prefix = DefaultPrefix
 	}
 	base := prefix + ":{" + tagEscaper.Replace(name) + "}"
-	return Key{Name: name, Lock: base, Channel: base + ":released", Fence: base + ":fence", Tombstones: base + ":gone:", Queue: base + ":queue"}, nil
+	return Key{Name: name, Lock: base, Channel: base + ":released", Fence: base + ":fence", Tombstones: base + ":gone:", Queue: base + ":queue", QueueDeadlines: base + ":queue:deadlines"}, nil
 }

@@ -37,7 +37,7 @@ func TestNewKeyNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := reentrant.Key{Name: "orders:42", Lock: "app:{orders:42}", Channel: "app:{orders:42}:released", Fence: "app:{orders:42}:fence", Tombstones: "app:{orders:42}:gone:", Queue: "app:{orders:42}:queue"}
+	want := reentrant.Key{Name: "orders:42", Lock: "app:{orders:42}", Channel: "app:{orders:42}:released", Fence: "app:{orders:42}:fence", Tombstones: "app:{orders:42}:gone:", Queue: "app:{orders:42}:queue", QueueDeadlines: "app:{orders:42}:queue:deadlines"}
 	if k != want {
 		t.Fatalf("NewKey = %+v; want %+v", k, want)
 	}
@@ -74,5 +74,25 @@ func TestTombstonesOfDifferentLocksAndOwnersNeverCollide(t *testing.T) {
 			}
 			seen[key] = "a key of " + name
 		}
+	}
+}
+
+func TestRWMutexKeysShareTheTagAndDiffer(t *testing.T) {
+	k, err := reentrant.NewKey("app", "a}b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{k.Lock: true, k.Channel: true, k.Fence: true, k.Queue: true, k.Tombstone("c:a"): true}
+	for _, key := range []string{k.Readers(), k.ReadLeases(), k.WriterWaiting(), k.ReadChannel(), k.ReadTombstone("c:a")} {
+		if !strings.HasPrefix(key, k.Lock+":") {
+			t.Errorf("key %q is not under the lock's tag %q", key, k.Lock)
+		}
+		if seen[key] {
+			t.Errorf("key %q used twice", key)
+		}
+		seen[key] = true
+	}
+	if k.WaitChannel(reentrant.Read) != k.ReadChannel() || k.WaitChannel(reentrant.Write) != k.Channel || k.WaitChannel(reentrant.Exclusive) != k.Channel {
+		t.Error("WaitChannel: readers wait on ReadChannel, the others on Channel")
 	}
 }

@@ -82,7 +82,12 @@ func retriesOff(rdb redis.UniversalClient) bool {
 // lock. The queue is a hint (see Op.Ticket), so a Dequeue that fails only
 // costs a waiter elsewhere a short wait.
 func (n *Node) Dequeue(ctx context.Context, key Key, owner string) error {
-	return n.rdb.ZRem(ctx, key.Queue, owner).Err()
+	_, err := n.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, key.Queue, owner)
+		p.ZRem(ctx, key.QueueDeadlines, owner)
+		return nil
+	})
+	return err
 }
 
 // Client returns the go-redis client the node talks through.
@@ -110,10 +115,26 @@ type Op struct {
 	// lock puts the owner in the queue with this ticket, unless it is there
 	// already (it keeps its first ticket). Lower tickets are woken first.
 	Ticket int64
+	// Fair makes an acquire on the node that keeps the lock's queue a fair
+	// lock's (see Acquisition.Queued): the lock goes to the owner at the
+	// head of the queue, and waiting owners' entries carry deadlines
+	// (Key.QueueDeadlines). Sent to that node alone.
+	Fair bool
 	// Wake says how a release that frees the lock announces it (see Wake).
 	Wake Wake
 	// Mode is the kind of hold (see Mode); the zero value is Exclusive.
 	Mode Mode
+	// Waiting marks an acquire of an owner that waits for the hold: for
+	// a Write hold, a refusal leaves the owner's mark (Key.WriterWaiting).
+	// Other modes ignore it.
+	Waiting bool
+	// Permits and Capacity, for a Semaphore hold: the permits the owner
+	// takes (1 ≤ Permits ≤ Capacity) and the semaphore's capacity.
+	Permits, Capacity int64
+	// Quorum, for a Semaphore hold, is how many nodes its acquisitions
+	// need: its releases ask waiters to retry once that many nodes' copies
+	// are in (pubsub's "ID *Q" message), not a majority's.
+	Quorum int
 }
 
 // Wake is how a release that frees a lock announces it on the lock's
@@ -131,6 +152,10 @@ const (
 	// WakeKeepers publishes a copy for keepers only: waiters that hold part
 	// of the lock and wait for others to give theirs back.
 	WakeKeepers
+	// WakeFair hands a fair lock to the head of its queue as WakeQueue
+	// does, but leaves that owner at the head until it takes the lock or
+	// its deadline passes, so that no one else takes it on this node first.
+	WakeFair
 )
 
 // luaFlag is the Wake as the release script reads it (ARGV[6]).
@@ -140,6 +165,8 @@ func (w Wake) luaFlag() string {
 		return "q"
 	case WakeKeepers:
 		return "k"
+	case WakeFair:
+		return "f"
 	}
 	return ""
 }
@@ -154,6 +181,8 @@ func (op Op) check(minCount int64) error {
 		return fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidArgument, op.Lease)
 	case op.Count < minCount:
 		return fmt.Errorf("%w: hold count %d is below %d", ErrInvalidArgument, op.Count, minCount)
+	case op.Mode == Semaphore:
+		return op.checkPermits()
 	}
 	return nil
 }
@@ -182,6 +211,10 @@ type Acquisition struct {
 	// re-entry that finds another owner holding the lock is answered as
 	// any acquire is, with that owner's TTL.)
 	Missing bool
+	// Queued is true when a fair lock (Op.Fair) is free here but another
+	// owner is ahead in its queue: nothing was taken; the owner joined the
+	// queue if it brought a ticket. Acquired is false and HolderTTL is -2.
+	Queued bool
 	// Fence is the node's fencing counter (0 when never raised, or when
 	// the Op did not ask for it).
 	Fence int64
@@ -355,6 +388,14 @@ func (n *Node) scriptError(key Key, err error) error {
 			return &WrongTypeError{Key: key.Fence, Type: kind}
 		case strings.HasPrefix(where, "queue"):
 			return &WrongTypeError{Key: key.Queue, Type: kind}
+		case strings.HasPrefix(where, "readers"):
+			return &WrongTypeError{Key: key.Readers(), Type: kind}
+		case strings.HasPrefix(where, "mark"):
+			return &WrongTypeError{Key: key.WriterWaiting(), Type: kind}
+		case strings.HasPrefix(where, "leases"):
+			return &WrongTypeError{Key: key.Leases, Type: kind}
+		case strings.HasPrefix(where, "permits"):
+			return &WrongTypeError{Key: key.Lock, Type: kind}
 		}
 		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}
@@ -367,7 +408,11 @@ func (n *Node) scriptError(key Key, err error) error {
 func (n *Node) opError(op Op, err error) error {
 	if rest, ok := strings.CutPrefix(err.Error(), "WRONGTYPE "); ok {
 		if kind, where, _ := strings.Cut(rest, " "); strings.HasPrefix(where, "tombstone") {
-			return &WrongTypeError{Key: op.Key.Tombstone(op.Owner), Type: kind}
+			tomb := op.Key.Tombstone(op.Owner)
+			if op.Mode == Read {
+				tomb = op.Key.ReadTombstone(op.Owner)
+			}
+			return &WrongTypeError{Key: tomb, Type: kind}
 		}
 	}
 	return n.scriptError(op.Key, err)

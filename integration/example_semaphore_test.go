@@ -1,0 +1,56 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/relock-go/relock/lock"
+)
+
+// The runnable forms of package lock's Semaphore examples.
+
+// A semaphore of 3 permits: at most 3 exports run at once across every
+// process.
+func Example_semaphore() {
+	c, err := lock.New(lock.Options{Nodes: redisNodes()})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+
+	exports, err := c.NewSemaphore("exports", 3)
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := exports.Acquire(ctx, 1)
+	if err != nil {
+		fmt.Println("no permit:", err)
+		return
+	}
+	defer p.Release(context.Background())
+	fmt.Println("exporting with", p.Permits(), "of", exports.Capacity(), "permits")
+	// Output: exporting with 1 of 3 permits
+}
+
+// TryAcquire never waits; Available reads how many permits are free.
+func Example_semaphoreTryAcquire() {
+	c, _ := lock.New(lock.Options{Nodes: redisNodes()})
+	defer c.Close()
+	ctx := context.Background()
+
+	pool, _ := c.NewSemaphore("gpu-pool", 2)
+	big, _ := pool.TryAcquire(ctx, 2)
+	fmt.Println("took 2:", big != nil)
+	small, _ := pool.TryAcquire(ctx, 1)
+	fmt.Println("took 1 more:", small != nil)
+	_ = big.Release(ctx)
+	free, _ := pool.Available(ctx)
+	fmt.Println("free after release:", free)
+	// Output:
+	// took 2: true
+	// took 1 more: false
+	// free after release: 2
+}

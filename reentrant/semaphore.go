@@ -1,0 +1,96 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/relock-go/relock/lua"
+)
+
+// A semaphore on one node (Mode Semaphore) is two keys under the name's
+// hash tag: a hash of OWNER = permits (and OWNER/seq, as a lock's hash
+// has), and a sorted set of OWNER by the end of its lease in the server's
+// time, so each holder's lease is its own. Every script drops the holders
+// whose lease has ended before it looks, and an acquire of n permits is
+// refused while the other live holders' permits plus n exceed the capacity:
+// a node never counts more than the capacity. See lua/semaphore.lua.
+//
+// An Op of a Semaphore hold keeps the meaning of its fields: Count is the
+// hold count (1 while the owner holds its permits, 0 to give them back),
+// so undo, repair and renewal work as for a lock; Permits and Capacity say
+// how many permits the hold is and of how many.
+
+// NewSemaphoreKey returns the keys of the semaphore name under prefix
+// (DefaultPrefix when empty): Lock is the hash of holders and their
+// permits, Leases the sorted set of their leases, Channel announces each
+// release; Tombstones as for a lock. They share the {NAME} hash tag with
+// the lock of the same name but no key with it: a semaphore and a lock may
+// share a name. Only the empty name is invalid.
+func NewSemaphoreKey(prefix, name string) (Key, error) {
+	k, err := NewKey(prefix, name)
+	if err != nil {
+		return Key{}, err
+	}
+	base := k.Lock + ":sem"
+	k.Lock, k.Leases, k.Channel, k.Tombstones = base, base+":leases", base+":released", base+":gone:"
+	return k, nil
+}
+
+// checkPermits checks the semaphore fields of op.
+func (op Op) checkPermits() error {
+	switch {
+	case op.Key.Leases == "":
+		return fmt.Errorf("%w: the semaphore's leases key is empty", ErrInvalidArgument)
+	case op.Capacity < 1:
+		return fmt.Errorf("%w: capacity %d is below 1", ErrInvalidArgument, op.Capacity)
+	case op.Permits < 1 || op.Permits > op.Capacity:
+		return fmt.Errorf("%w: %d permits is outside [1, %d]", ErrInvalidArgument, op.Permits, op.Capacity)
+	}
+	return nil
+}
+
+// semAcquireCall, semReleaseCall and semRenewCall are a Semaphore hold's
+// script calls; their replies have the shapes of a lock's.
+func semAcquireCall(op Op) scriptCall {
+	return scriptCall{lua.SemAcquire, []string{op.Key.Lock, op.Key.Leases, op.Key.Tombstone(op.Owner)},
+		[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), op.Permits, op.Capacity}}
+}
+
+func semReleaseCall(op Op, releaseID string) scriptCall {
+	if op.Quorum > 1 {
+		releaseID += " *" + strconv.Itoa(op.Quorum)
+	}
+	return scriptCall{lua.SemRelease, []string{op.Key.Lock, op.Key.Leases, op.Key.Channel, op.Key.Tombstone(op.Owner)},
+		[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID}}
+}
+
+func semRenewCall(op Op) scriptCall {
+	return scriptCall{lua.SemRenew, []string{op.Key.Lock, op.Key.Leases}, renewArgs(op)}
+}
+
+// SemaphoreHolder is one live holder of a semaphore on one node.
+type SemaphoreHolder struct {
+	Permits int64         // the permits it holds
+	TTL     time.Duration // what is left of its lease there
+}
+
+// InspectSemaphore reads the live holders of the semaphore key (made by
+// NewSemaphoreKey) on this node without changing anything: holders whose
+// lease has ended are left out.
+func (n *Node) InspectSemaphore(ctx context.Context, key Key) (map[string]SemaphoreHolder, error) {
+	reply, err := n.calls.run(ctx, lua.SemInspect, []string{key.Lock, key.Leases}).Slice()
+	if err != nil {
+		return nil, n.scriptError(key, err)
+	}
+	if len(reply)%3 != 0 {
+		return nil, fmt.Errorf("relock: inspect semaphore: unexpected reply %v", reply)
+	}
+	out := make(map[string]SemaphoreHolder, len(reply)/3)
+	for i := 0; i+2 < len(reply); i += 3 {
+		owner, _ := reply[i].(string)
+		out[owner] = SemaphoreHolder{Permits: asInt(reply[i+1]), TTL: pttl(asInt(reply[i+2]))}
+	}
+	return out, nil
+}
