@@ -33,11 +33,22 @@ import (
 // nothing, rather than locking again for an owner no one is left to
 // unlock; a re-entry still under way when the outer fn returns gives up the
 // same way.
-func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error) (err error) {
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error) error {
+	return c.doIn(ctx, name, func(ctx context.Context) (*holdScope, error) {
+		return c.enter(ctx, holdKey{c, mutexScope, name}, newMutexHold)
+	}, fn)
+}
+
+// doIn is the body of every Do-like entry point (Do, DoFair, DoRead,
+// DoWrite, Semaphore.Do): it takes the hold through enter (a re-entry of
+// the hold ctx carries, or a fresh owner), runs fn in the scope's context,
+// and ends the scope when fn returns or panics, reporting the call to the
+// observer as a Do on name.
+func (c *Client) doIn(ctx context.Context, name string, enter func(context.Context) (*holdScope, error), fn func(ctx context.Context) error) (err error) {
 	ctx, start := c.doStarted(ctx, name)
 	ran := false
 	defer func() { c.doEnded(ctx, name, start, ran, err) }()
-	s, err := c.enter(ctx, holdKey{c, mutexScope, name}, newMutexHold)
+	s, err := enter(ctx)
 	if err != nil {
 		return err
 	}
@@ -68,12 +79,20 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 // ErrNotHeld. On error, LockContext holds nothing and returns a nil held
 // and unlock.
 func (c *Client) LockContext(ctx context.Context, name string) (held context.Context, unlock func() error, err error) {
-	s, err := c.enter(ctx, holdKey{c, mutexScope, name}, newMutexHold)
-	if err != nil {
-		return nil, nil, err
+	return scopeContext(ctx)(c.enter(ctx, holdKey{c, mutexScope, name}, newMutexHold))
+}
+
+// scopeContext returns what every LockContext-like entry point returns for
+// the scope it took with ctx (or its error): the scope's context and the
+// function that ends it, which sends its release even after ctx ended.
+func scopeContext(ctx context.Context) func(*holdScope, error) (context.Context, func() error, error) {
+	return func(s *holdScope, err error) (context.Context, func() error, error) {
+		if err != nil {
+			return nil, nil, err
+		}
+		unlockCtx := context.WithoutCancel(ctx)
+		return s.open(ctx), func() error { return s.exit(unlockCtx) }, nil
 	}
-	unlockCtx := context.WithoutCancel(ctx)
-	return s.open(ctx), func() error { return s.exit(unlockCtx) }, nil
 }
 
 // newMutexHold returns a fresh owner of key's lock, for enter.

@@ -100,8 +100,8 @@ func (s *Semaphore) TryAcquireFor(ctx context.Context, n int, lease time.Duratio
 }
 
 func (s *Semaphore) acquire(ctx context.Context, n int, lease time.Duration, renewed, wait bool) (*Permit, error) {
-	if n < 1 || n > s.capacity {
-		return nil, fmt.Errorf("%w: semaphore %q: %d permits is outside [1, %d]", ErrInvalidArgument, s.key.Name, n, s.capacity)
+	if err := s.checkPermits(n); err != nil {
+		return nil, err
 	}
 	p := &Permit{permits: n}
 	p.h = s.c.newHold(s.key.Name, s.c.id+":"+uuid.NewString(), s.kind(n))
@@ -111,6 +111,15 @@ func (s *Semaphore) acquire(ctx context.Context, n int, lease time.Duration, ren
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkPermits returns an error wrapping ErrInvalidArgument when n is not
+// a number of permits one owner may take: 1 ≤ n ≤ Capacity.
+func (s *Semaphore) checkPermits(n int) error {
+	if n < 1 || n > s.capacity {
+		return fmt.Errorf("%w: semaphore %q: %d permits is outside [1, %d]", ErrInvalidArgument, s.key.Name, n, s.capacity)
+	}
+	return nil
 }
 
 // kind is the hold kind of an acquisition of n permits: its own scripts and
