@@ -19,7 +19,8 @@ import (
 // ErrNotHeld from a nested Do instead of acquiring the lock again as an
 // owner nobody is going to unlock.
 //
-// Every kind of lock uses the same piece. A kind adds a scopeKind; its
+// Every kind of lock uses the same piece (do_family.go: FairMutex,
+// RWMutex, Semaphore). A kind adds a scopeKind; its
 // Do-like entry point calls enter with a holdKey of that kind and a function
 // making a fresh handle (a reentrantHold: for a read hold, an adapter whose
 // Lock and Unlock are the handle's RLock and RUnlock), then open and exit
@@ -31,7 +32,9 @@ import (
 // say, a read-write lock of the same name are told apart.
 type scopeKind string
 
-// mutexScope is a Mutex's hold (Do, LockContext).
+// mutexScope is a Mutex's hold (Do, LockContext), or a FairMutex's
+// (DoFair, FairLockContext): the same lock on the nodes. The other kinds
+// are in do_family.go.
 const mutexScope scopeKind = "mutex"
 
 // holdKey is the context key of one hold: which Client, which kind of lock,
