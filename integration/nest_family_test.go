@@ -373,3 +373,54 @@ func TestNestRWGoroutinesInheritContext(t *testing.T) {
 		requireFree(t, n, name, time.Second)
 	})
 }
+
+// A write scope whose hold is lost (force-unlocked): fn's context ends with
+// ErrLost, a nested DoWrite or DoRead returns ErrLost without running, and
+// DoWrite's error wraps ErrLost. Close ends a read scope's and a semaphore
+// scope's contexts with ErrClosed, releasing their holds.
+func TestNestFamilyLostAndClosed(t *testing.T) {
+	forNestMasters(t, func(t *testing.T, n int) {
+		c := shortLeaseClient(t, n)
+		ctx := ctxFor(t, 20*time.Second)
+		const name = "nest:rw:lost"
+		ran := false
+		err := c.DoWrite(ctx, name, func(wctx context.Context) error {
+			require.NoError(t, c.ForceUnlock(ctx, name))
+			select {
+			case <-wctx.Done():
+			case <-time.After(5 * shortLease):
+				t.Fatal("the write scope's context did not end on loss")
+			}
+			require.ErrorIs(t, context.Cause(wctx), lock.ErrLost)
+			for _, do := range []func(context.Context, string, func(context.Context) error) error{c.DoWrite, c.DoRead} {
+				err := do(context.WithoutCancel(wctx), name, func(context.Context) error { ran = true; return nil })
+				require.ErrorIs(t, err, lock.ErrLost)
+			}
+			return nil
+		})
+		require.ErrorIs(t, err, lock.ErrLost)
+		require.False(t, ran, "a nested call ran on a lost hold")
+		requireFree(t, n, name, 2*shortLease)
+		requireNoReaders(t, n, name, 2*shortLease)
+
+		closing := newLockClient(t, n, lock.Options{})
+		s := newSemaphore(t, closing, name+":sem", 2)
+		err = closing.DoRead(ctx, name, func(rctx context.Context) error {
+			return s.Do(rctx, 1, func(sctx context.Context) error {
+				go func() { _ = closing.Close() }()
+				for _, held := range []context.Context{sctx, rctx} {
+					select {
+					case <-held.Done():
+					case <-time.After(10 * time.Second):
+						t.Fatal("a scope's context did not end at Close")
+					}
+					require.ErrorIs(t, context.Cause(held), lock.ErrClosed)
+				}
+				return nil
+			})
+		})
+		require.ErrorIs(t, err, lock.ErrClosed)
+		requireNoReaders(t, n, name, 2*time.Second)
+		requireNoPermitsSoon(t, n, name+":sem", 2*time.Second)
+	})
+}

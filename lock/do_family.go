@@ -68,8 +68,9 @@ func newFairHold(key holdKey) reentrantHold { return key.c.NewFairMutex(key.name
 //     and does not run its fn, since a reader may not become a writer
 //     (unless the owner writes too: a read nested in a write scope);
 //   - in the fn of a DoWrite, a DoRead takes a read hold of the writer,
-//     which never waits for other owners (a downgrade: RWMutex.RLock of a
-//     writer), released when that DoRead returns.
+//     which does not wait for other owners (a downgrade: RWMutex.RLock of
+//     a writer), released when that DoRead returns; it returns ErrLost,
+//     taking nothing, once the write hold is lost.
 //
 // Any other context gets a fresh owner, which waits while a writer holds
 // the lock. As with Do, once the call whose fn received the context has
@@ -136,10 +137,22 @@ func (c *Client) enterRW(ctx context.Context, name string, read bool) (*holdScop
 	return c.enter(ctx, key, func(k holdKey) reentrantHold { return side(c.NewRWMutex(k.name)) })
 }
 
-// rwRead is an RWMutex's read hold as a scope's handle.
+// rwRead is an RWMutex's read hold as a scope's handle. A writer whose
+// write hold is known lost gets ErrLost rather than a read that could wait
+// for the owner that may have taken the lock since.
 type rwRead struct{ rw *RWMutex }
 
-func (r rwRead) Lock(ctx context.Context) error   { return r.rw.RLock(ctx) }
+func (r rwRead) Lock(ctx context.Context) error {
+	if r.rw.w.holdCount() > 0 {
+		select {
+		case <-r.rw.w.lostChan():
+			return ErrLost
+		default:
+		}
+	}
+	return r.rw.RLock(ctx)
+}
+
 func (r rwRead) Unlock(ctx context.Context) error { return r.rw.RUnlock(ctx) }
 func (r rwRead) Lost() <-chan struct{}            { return r.rw.r.lostChan() }
 
