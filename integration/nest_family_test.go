@@ -374,6 +374,17 @@ func TestNestRWGoroutinesInheritContext(t *testing.T) {
 	})
 }
 
+// requireEndsWith asserts that a scope's context ends within d, with cause.
+func requireEndsWith(t *testing.T, held context.Context, cause error, d time.Duration) {
+	t.Helper()
+	select {
+	case <-held.Done():
+	case <-time.After(d):
+		t.Fatalf("the scope's context did not end within %v (want cause %v)", d, cause)
+	}
+	require.ErrorIs(t, context.Cause(held), cause)
+}
+
 // A write scope whose hold is lost (force-unlocked): fn's context ends with
 // ErrLost, a nested DoWrite or DoRead returns ErrLost without running, and
 // DoWrite's error wraps ErrLost. Close ends a read scope's and a semaphore
@@ -386,12 +397,7 @@ func TestNestFamilyLostAndClosed(t *testing.T) {
 		ran := false
 		err := c.DoWrite(ctx, name, func(wctx context.Context) error {
 			require.NoError(t, c.ForceUnlock(ctx, name))
-			select {
-			case <-wctx.Done():
-			case <-time.After(5 * shortLease):
-				t.Fatal("the write scope's context did not end on loss")
-			}
-			require.ErrorIs(t, context.Cause(wctx), lock.ErrLost)
+			requireEndsWith(t, wctx, lock.ErrLost, 5*shortLease)
 			for _, do := range []func(context.Context, string, func(context.Context) error) error{c.DoWrite, c.DoRead} {
 				err := do(context.WithoutCancel(wctx), name, func(context.Context) error { ran = true; return nil })
 				require.ErrorIs(t, err, lock.ErrLost)
@@ -408,14 +414,8 @@ func TestNestFamilyLostAndClosed(t *testing.T) {
 		err = closing.DoRead(ctx, name, func(rctx context.Context) error {
 			return s.Do(rctx, 1, func(sctx context.Context) error {
 				go func() { _ = closing.Close() }()
-				for _, held := range []context.Context{sctx, rctx} {
-					select {
-					case <-held.Done():
-					case <-time.After(10 * time.Second):
-						t.Fatal("a scope's context did not end at Close")
-					}
-					require.ErrorIs(t, context.Cause(held), lock.ErrClosed)
-				}
+				requireEndsWith(t, sctx, lock.ErrClosed, 10*time.Second)
+				requireEndsWith(t, rctx, lock.ErrClosed, 10*time.Second)
 				return nil
 			})
 		})
