@@ -16,6 +16,8 @@ package integration_test
 //     windows open at any instant never exceed the capacity.
 //   - rw-upgrade: a handle that only reads and asks to write gets ErrUpgrade
 //     at once.
+//   - loss-deadline (checkLossDeadlines) judges the family's losses with the
+//     Mutex's.
 //
 // Calls that end with ErrNoQuorum are expected: a Semaphore of 2 permits on
 // 5 nodes needs 4 of them (lock.SemaphoreQuorum), so a minority fault of
@@ -422,6 +424,18 @@ func (f *familyLog) judge(found map[string][]string) string {
 		"sem %q k=%d: holds=%d (permits %d, peak %d, lost %d) calls={%s}",
 		f.rwName, reads+writes+downgrades, reads, writes, downgrades, rwLost, f.callSummary("rw"),
 		f.semName, chaosSemPermits, len(sem), permits, peak, semLost, f.callSummary("sem"))
+}
+
+// records returns the family's holds as hold records, for the checkers
+// that judge every lock type alike (checkLossDeadlines).
+func (f *familyLog) records() []*holdRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]*holdRecord, len(f.holds))
+	for i, h := range f.holds {
+		out[i] = h.holdRecord
+	}
+	return out
 }
 
 // overCapacity describes each instant, a window's start, at which the open

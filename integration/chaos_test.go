@@ -222,7 +222,7 @@ func judge(t *testing.T, p phase, rec *recorder, probe *stallProbe, f *faults, r
 	found["windows"] = checkWindows(holds)
 	var late []string
 	var worstLate time.Duration
-	found["loss-deadline"], late, worstLate = checkLossDeadlines(holds, lossSlack, lossHardSlack, probe)
+	found["loss-deadline"], late, worstLate = checkLossDeadlines(append(slices.Clone(holds), fam.records()...), lossSlack, lossHardSlack, probe)
 	for _, l := range late {
 		t.Logf("late loss signal: %s", l)
 	}
