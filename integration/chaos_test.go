@@ -2,8 +2,9 @@ package integration_test
 
 // TestChaos runs two lock.Clients — two simulated processes, each over its
 // own set of links, so a network fault can hit one and not the other — with
-// sixteen goroutines contending for four lock names, while a seeded fault
-// loop breaks nodes and links. The calls go to a history (history_test.go)
+// sixteen goroutines, twelve contending for four Mutex names, two for an
+// RWMutex and two for a Semaphore (chaos_family_test.go), while a seeded
+// fault loop breaks nodes and links. The calls go to a history (history_test.go)
 // that the checkers judge afterwards.
 //
 // Two phases, one after the other, on a fresh cluster each:
@@ -57,7 +58,10 @@ import (
 const (
 	defaultChaosDuration = 45 * time.Second
 	chaosWorkers         = 16 // half on each client
-	chaosNames           = 4
+	// Of them, the Mutex workers; the rest are the lock family's (see
+	// chaosRWWorkers, chaosSemWorkers).
+	chaosMutexWorkers = chaosWorkers - chaosRWWorkers - chaosSemWorkers
+	chaosNames        = 4
 	// The library's default: adaptive per-node timeouts, which must hold
 	// under the faults and on a loaded machine.
 	chaosNodeTimeout = adaptiveTimeouts
@@ -157,11 +161,12 @@ func runChaos(t *testing.T, p phase) {
 	}
 	stop := make(chan struct{})
 	var workers sync.WaitGroup
-	for i := range chaosWorkers {
-		w := &worker{client: i % len(clients), c: clients[i%len(clients)], p: p, rec: rec, names: names, res: resources,
-			rng: rand.New(rand.NewPCG(p.seed, uint64(i)+1))}
-		workers.Go(func() { w.run(stop) })
+	for i := range chaosMutexWorkers {
+		w := newWorker(i, clients, p, rec)
+		w.names, w.res = names, resources
+		workers.Go(func() { w.run(stop, w.once) })
 	}
+	fam := startFamily(t, &workers, stop, clients, p, rec)
 
 	f := newFaults(t, p, c, sets, rec.start)
 	f.minority(p.majorityAt)
@@ -184,6 +189,7 @@ func runChaos(t *testing.T, p phase) {
 		for _, name := range names {
 			requireFree(t, len(c.Nodes), name, 5*time.Second)
 		}
+		fam.requireFree(t, len(c.Nodes), 5*time.Second)
 	}
 	for _, cl := range clients {
 		require.NoError(t, cl.Close())
@@ -201,20 +207,22 @@ func runChaos(t *testing.T, p phase) {
 		for _, name := range names {
 			requireFree(t, len(c.Nodes), name, time.Second)
 		}
+		fam.requireFree(t, len(c.Nodes), time.Second)
 	}
 
 	t.Logf("chaos waits [%s]: %s", p.name, waits.summary())
-	judge(t, p, rec, probe, f, resources, losses)
+	judge(t, p, rec, probe, f, resources, losses, fam)
 }
 
 // judge runs the checkers over the phase's history and logs the summary.
-func judge(t *testing.T, p phase, rec *recorder, probe *stallProbe, f *faults, resources map[string]*fencedResource, statsLosses uint64) {
+func judge(t *testing.T, p phase, rec *recorder, probe *stallProbe, f *faults, resources map[string]*fencedResource, statsLosses uint64, fam *familyLog) {
 	ops, holds := rec.snapshot()
 	found := rec.findings()
+	famSummary := fam.judge(found)
 	found["windows"] = checkWindows(holds)
 	var late []string
 	var worstLate time.Duration
-	found["loss-deadline"], late, worstLate = checkLossDeadlines(holds, lossSlack, lossHardSlack, probe)
+	found["loss-deadline"], late, worstLate = checkLossDeadlines(append(slices.Clone(holds), fam.records()...), lossSlack, lossHardSlack, probe)
 	for _, l := range late {
 		t.Logf("late loss signal: %s", l)
 	}
@@ -243,7 +251,7 @@ func judge(t *testing.T, p phase, rec *recorder, probe *stallProbe, f *faults, r
 	}
 	var counts []string
 	total := 0
-	for _, checker := range []string{"linearizability", "fenced-resource", "live-holders", "windows", "loss-deadline", "released-but-held"} {
+	for _, checker := range append([]string{"linearizability", "fenced-resource", "live-holders", "windows", "loss-deadline", "released-but-held"}, familyCheckers...) {
 		counts = append(counts, fmt.Sprintf("%s=%d", checker, len(found[checker])))
 		total += len(found[checker])
 		for i, v := range found[checker] {
@@ -255,9 +263,9 @@ func judge(t *testing.T, p phase, rec *recorder, probe *stallProbe, f *faults, r
 		}
 	}
 	t.Logf("chaos summary [%s]: duration=%v seed=%d %s first-acquire-calls=%d faults={%s} quorum-errors=%d (in majority bursts %d, bursts %d) "+
-		"library-losses=%d resource-writes=%d skipped-after-loss=%d rejected=%d loss-signal={worst %v after ValidUntil, %d late beyond %v+stalls, worst stall %v} violations: %s (total %d); porcupine took %s",
+		"library-losses=%d resource-writes=%d skipped-after-loss=%d rejected=%d loss-signal={worst %v after ValidUntil, %d late beyond %v+stalls, worst stall %v} family={%s} violations: %s (total %d); porcupine took %s",
 		p.name, p.duration, p.seed, summarize(ops, holds), acquires, f.summary(), quorumErrs, inBursts, len(f.bursts),
-		statsLosses, accepted, skipped, rejected, worstLate, len(late), lossSlack, probe.worst(), strings.Join(counts, " "), total, porcupineTook)
+		statsLosses, accepted, skipped, rejected, worstLate, len(late), lossSlack, probe.worst(), famSummary, strings.Join(counts, " "), total, porcupineTook)
 
 	minHolds := 20
 	if fixture.DefaultClients() {
@@ -275,6 +283,7 @@ func judge(t *testing.T, p phase, rec *recorder, probe *stallProbe, f *faults, r
 	if len(holds) < minHolds {
 		t.Errorf("only %d acquisitions: the workload did not run", len(holds))
 	}
+	fam.requireRan(t)
 	if p.linear && statsLosses > 0 {
 		t.Errorf("%d locks lost with 30 s leases and minority faults only: one blip must not lose a lock", statsLosses)
 	}
@@ -321,14 +330,22 @@ type worker struct {
 	rng    *rand.Rand
 }
 
-func (w *worker) run(stop <-chan struct{}) {
+// newWorker returns worker number i, on the clients in turn, with its own
+// seeded generator.
+func newWorker(i int, clients []*lock.Client, p phase, rec *recorder) *worker {
+	return &worker{client: i % len(clients), c: clients[i%len(clients)], p: p, rec: rec,
+		rng: rand.New(rand.NewPCG(p.seed, uint64(i)+1))}
+}
+
+// run calls once again and again until stop is closed.
+func (w *worker) run(stop <-chan struct{}, once func()) {
 	for {
 		select {
 		case <-stop:
 			return
 		default:
 		}
-		w.once()
+		once()
 		time.Sleep(w.between(0, 30*time.Millisecond)) // a contended TryLock returns at once: no spinning
 	}
 }
@@ -363,7 +380,7 @@ func (w *worker) lock(m *lock.Mutex, name string, handle int, kind opKind) (*opR
 	if call == "LockFor" {
 		lease = w.between(w.p.explicit[0], w.p.explicit[1])
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.between(200*time.Millisecond, 2*time.Second))
+	ctx, cancel := w.callCtx()
 	defer cancel()
 	op := w.rec.begin(name, handle, w.client, call, kind)
 	var ok bool
@@ -394,11 +411,7 @@ func (w *worker) lock(m *lock.Mutex, name string, handle int, kind opKind) (*opR
 // the 2 s lease (renewed by the watchdog) and past explicit leases (lost).
 // A holder stops when it learns of a loss.
 func (w *worker) hold(h *holdRecord) {
-	d := w.between(0, 150*time.Millisecond)
-	if w.rng.IntN(10) == 0 {
-		d = w.between(time.Second, 4*time.Second)
-	}
-	until := time.Now().Add(d)
+	until := time.Now().Add(w.holdTime())
 	for {
 		w.res[h.name].write(h)
 		left := time.Until(until)
@@ -412,6 +425,20 @@ func (w *worker) hold(h *holdRecord) {
 		}
 		pause.Stop()
 	}
+}
+
+// callCtx is the ctx of one lock call: 0.2–2 s.
+func (w *worker) callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), w.between(200*time.Millisecond, 2*time.Second))
+}
+
+// holdTime is how long a hold lasts: usually under 150 ms, one time in ten
+// 1–4 s.
+func (w *worker) holdTime() time.Duration {
+	if w.rng.IntN(10) == 0 {
+		return w.between(time.Second, 4*time.Second)
+	}
+	return w.between(0, 150*time.Millisecond)
 }
 
 // unlockAll unlocks as many times as the handle holds; the last Unlock ends

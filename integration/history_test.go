@@ -186,7 +186,17 @@ func (r *recorder) acquired(m *lock.Mutex, op *opRecord, lease time.Duration) *h
 	h.lastValid = h.validAtAcq
 	r.holds = append(r.holds, h)
 	r.mu.Unlock()
+	r.watchLoss(h, m)
+	return h
+}
 
+// validity is what the lock types (Mutex, RWMutex, Permit) tell of how long
+// a hold is known to be valid.
+type validity interface{ ValidUntil() time.Time }
+
+// watchLoss notes when h's Lost() channel closes, and the last ValidUntil
+// that m reports then, unless the hold ends first.
+func (r *recorder) watchLoss(h *holdRecord, m validity) {
 	r.watch.Add(1)
 	go func() {
 		defer r.watch.Done()
@@ -205,11 +215,10 @@ func (r *recorder) acquired(m *lock.Mutex, op *opRecord, lease time.Duration) *h
 			h.lastValid = h.validAtLoss
 		}
 	}()
-	return h
 }
 
 // releasing closes h's window just before its final Unlock is invoked.
-func (r *recorder) releasing(h *holdRecord, m *lock.Mutex) {
+func (r *recorder) releasing(h *holdRecord, m validity) {
 	at, v := r.now(), m.ValidUntil()
 	r.mu.Lock()
 	defer r.mu.Unlock()
