@@ -124,7 +124,9 @@ func TestHoldContextEndReleases(t *testing.T) {
 		endHold()
 		at := <-got
 		require.Less(t, at.Sub(ended), 500*time.Millisecond, "released at once, not at lease end")
-		require.Zero(t, m.HoldCount())
+		// The count drops when the release round ends, which waits a little
+		// for the nodes beyond the quorum: the waiter may get the lock first.
+		require.Eventually(t, func() bool { return m.HoldCount() == 0 }, 2*time.Second, time.Millisecond)
 		require.NoError(t, waiter.Unlock(ctx))
 	})
 }
