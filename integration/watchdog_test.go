@@ -84,11 +84,11 @@ func TestExplicitLeaseExpiresOnTime(t *testing.T) {
 		<-m.Lost()
 		lostAt := time.Now()
 		worst := lag.Worst()
-		// Reported a little (20ms) before ValidUntil, so that scheduling
-		// latency on a quiet machine never makes it late; a starved
+		// Reported a little (100ms) before ValidUntil, so that scheduling
+		// latency on a busy machine never makes it late; a starved
 		// machine's own timer lateness is allowed on top.
 		t.Logf("lost %v before ValidUntil; timers ran up to %v late meanwhile", validUntil.Sub(lostAt), worst)
-		require.False(t, lostAt.Before(validUntil.Add(-40*time.Millisecond)), "lost %v before ValidUntil", validUntil.Sub(lostAt))
+		require.False(t, lostAt.Before(validUntil.Add(-120*time.Millisecond)), "lost %v before ValidUntil", validUntil.Sub(lostAt))
 		require.Less(t, lostAt.Sub(validUntil), 5*time.Millisecond+worst, "lost %v after ValidUntil, timers ran at most %v late", lostAt.Sub(validUntil), worst)
 
 		other := c.NewMutex("explicit")

@@ -62,8 +62,9 @@ func (m *Mutex) ValidUntil() time.Time { return m.validTill() }
 
 // Lost returns a channel that is closed when the current hold is lost: its
 // lease ran out without renewal, or a quorum of nodes no longer has it. It
-// is closed no later than ValidUntil. When the handle holds nothing it
-// returns a closed channel.
+// is closed no later than ValidUntil (the watchdog reports an expiring hold
+// up to 100 ms early, at most a tenth of its validity). When the handle
+// holds nothing it returns a closed channel.
 func (m *Mutex) Lost() <-chan struct{} { return m.lostChan() }
 
 // Lock acquires the lock, waiting while another owner holds it, with the

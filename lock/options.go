@@ -26,6 +26,13 @@ const (
 	// when that is shorter: long enough for a node far away.
 	NodeTimeoutInitial = time.Second
 
+	// lossEarly is how long before ValidUntil the watchdog reports a hold
+	// lost (at most a tenth of the validity it had): the timer, and the
+	// goroutines and locks between it and Lost() closing, run late on a
+	// busy machine. The chaos suite under CI load saw a loss signal arrive
+	// 78 ms after its timer was due, with no timer running late.
+	lossEarly = 100 * time.Millisecond
+
 	// minLeaseToTimeout is how many node timeouts a lease must span: a lease
 	// barely above the timeout would leave no validity after a slow round.
 	minLeaseToTimeout = 10

@@ -7,6 +7,7 @@ type Entry struct {
 	w      *Watchdog
 	value  any
 	every  time.Duration
+	early  time.Duration // how long before the deadline a loss is reported
 	onLost func(expired bool)
 
 	// Guarded by w.mu.
@@ -34,7 +35,7 @@ func (e *Entry) Extend(validUntil time.Time) {
 		return
 	}
 	e.validUntil = validUntil
-	e.timer.Reset(e.w.untilLoss(validUntil))
+	e.timer.Reset(e.untilLoss(validUntil))
 }
 
 // Stop ends the watch: no more renewals, and no loss callback after Stop
@@ -57,7 +58,7 @@ func (e *Entry) Stop() bool {
 // can no longer be proven held.
 func (e *Entry) expire() {
 	e.w.mu.Lock()
-	if e.stopped || time.Now().Before(e.validUntil.Add(-e.w.opts.Early)) {
+	if e.stopped || time.Now().Before(e.validUntil.Add(-e.early)) {
 		// Stopped, or extended after the timer fired but before we got here.
 		e.w.mu.Unlock()
 		return

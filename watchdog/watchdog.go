@@ -40,9 +40,11 @@ type Options struct {
 	// Default 10ms.
 	MinRetry time.Duration
 	// Early is how long before a lock's deadline its loss is reported, so
-	// that timer and scheduling latency never make the report late. Default
-	// 20ms: on two busy cores running -race, timers were seen firing over
-	// 15 ms late.
+	// that timer and scheduling latency never make the report late: at most
+	// Early, and at most a tenth of the validity the lock had when watched
+	// (so a very short lease is not reported lost at once). Default 20ms:
+	// on two busy cores running -race, timers were seen firing over 15 ms
+	// late.
 	Early time.Duration
 }
 
@@ -97,13 +99,14 @@ func New(renew RenewFunc, opts Options) *Watchdog {
 // returns an entry that is already stopped.
 func (w *Watchdog) Watch(value any, every time.Duration, validUntil time.Time, onLost func(expired bool)) *Entry {
 	e := &Entry{w: w, value: value, every: every, validUntil: validUntil, onLost: onLost, index: -1}
+	e.early = min(w.opts.Early, time.Until(validUntil)/10)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		e.stopped = true
 		return e
 	}
-	e.timer = time.AfterFunc(w.untilLoss(validUntil), e.expire)
+	e.timer = time.AfterFunc(e.untilLoss(validUntil), e.expire)
 	w.all[e] = struct{}{}
 	if every > 0 {
 		e.due = time.Now().Add(every)
@@ -218,7 +221,7 @@ func (w *Watchdog) renewBatch(batch []*Entry) {
 			continue
 		case o.Renewed:
 			e.validUntil = o.ValidUntil
-			e.timer.Reset(w.untilLoss(o.ValidUntil))
+			e.timer.Reset(e.untilLoss(o.ValidUntil))
 			e.due = now.Add(e.every)
 		default:
 			// Retry well before the deadline: one slow node or a blip must
@@ -234,8 +237,8 @@ func (w *Watchdog) renewBatch(batch []*Entry) {
 	}
 }
 
-// untilLoss is how long from now the loss of a lock valid until validUntil
-// is reported: Options.Early before the deadline.
-func (w *Watchdog) untilLoss(validUntil time.Time) time.Duration {
-	return time.Until(validUntil.Add(-w.opts.Early))
+// untilLoss is how long from now the loss of the entry's lock, valid until
+// validUntil, is reported: its early margin before the deadline.
+func (e *Entry) untilLoss(validUntil time.Time) time.Duration {
+	return time.Until(validUntil.Add(-e.early))
 }
