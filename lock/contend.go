@@ -81,15 +81,15 @@ import (
 // 4 above), or, with the contention rules off (or a hold of a mode they do
 // not apply to, see contends), a copy for any waiter.
 func (c *Client) wakeOn(node int, op reentrant.Op) reentrant.Wake {
-	key := op.Key
+	atTie := node == c.tieBreaker(op.Key)
 	switch {
-	case op.Fair && node == c.tieBreaker(op.Key):
+	case op.Fair && atTie:
 		return reentrant.WakeFair
 	case op.Fair:
 		return reentrant.WakeKeepers
 	case c.splitVotes || c.noQueue || !contends(op.Mode):
 		return reentrant.WakeAny
-	case node == c.tieBreaker(key):
+	case atTie:
 		return reentrant.WakeQueue
 	}
 	return reentrant.WakeKeepers
