@@ -336,9 +336,10 @@ func checkWindows(holds []*holdRecord) []string {
 
 // checkLossDeadlines judges when each loss was signalled against the
 // ValidUntil the library reported at that moment. The library arms its timer
-// at ValidUntil itself, so a signal always comes a little after it: how much
-// depends on how soon the timer and our watcher goroutine get a CPU. The
-// longest stall the probe saw around the deadline is forgiven; a signal later
+// up to lossEarly before ValidUntil, so a signal normally comes before it;
+// when it comes after, how much depends on how soon the timer and our
+// watcher goroutine get a CPU. The longest stall the probe saw from the
+// timer's due time on is forgiven; a signal later
 // than slack beyond that is reported as late. It is a violation when it is
 // later than the lease's drift allowance (lease × 1% + 2 ms) plus hardSlack:
 // the nodes' keys can expire that long after ValidUntil at the earliest, and
@@ -351,7 +352,9 @@ func checkLossDeadlines(holds []*holdRecord, slack, hardSlack time.Duration, pro
 			continue
 		}
 		after := h.lostAt - h.validAtLoss
-		stall := probe.worstStall(h.validAtLoss, h.lostAt)
+		// The library's timer is due lossEarly before ValidUntil: a stall
+		// from then on held the signal up as much as one after it.
+		stall := probe.worstStall(h.validAtLoss-lossEarly, h.lostAt)
 		worst = max(worst, after)
 		what := fmt.Sprintf("%q: hold %d (%s, lease %v) lost at %v, %v after its ValidUntil %v (longest stall seen then: %v)",
 			h.name, h.handle, h.call, h.lease, h.lostAt, after, h.validAtLoss, stall)
@@ -364,6 +367,10 @@ func checkLossDeadlines(holds []*holdRecord, slack, hardSlack time.Duration, pro
 	}
 	return violations, late, worst
 }
+
+// lossEarly is how long before ValidUntil the library reports a loss at
+// most (lock's lossEarly): the signal's path starts then.
+const lossEarly = 100 * time.Millisecond
 
 // stallProbe measures how late the process runs timers: a goroutine sleeps
 // probeTick again and again and notes each wake-up later than due. It tells a
