@@ -90,8 +90,8 @@ type phase struct {
 func (p phase) longestLease() time.Duration { return max(p.lease, p.explicit[1]) }
 
 func TestChaos(t *testing.T) {
-	if os.Getenv("RELOCK_CHAOS_QUEUE") == "1" {
-		withWaitQueue(t) // the experimental wait queue (abtest.WaitQueue)
+	if os.Getenv("RELOCK_CHAOS_QUEUE") == "0" {
+		withoutWaitQueue(t) // waiting as before the wait queue (abtest.NoWaitQueue)
 	}
 	seed, total := chaosSettings(t)
 	lin := min(max(total/4, 5*time.Second), 15*time.Second)

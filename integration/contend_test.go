@@ -17,11 +17,12 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
-// withWaitQueue makes the Clients the test makes from now on wait in the
-// tie-breaker's experimental wait queue (abtest.WaitQueue, off by default).
-func withWaitQueue(t *testing.T) {
-	abtest.WaitQueue.Store(true)
-	t.Cleanup(func() { abtest.WaitQueue.Store(false) })
+// withoutWaitQueue makes the Clients the test makes from now on wait as
+// before the tie-breaker's wait queue (abtest.NoWaitQueue; the queue is on
+// by default).
+func withoutWaitQueue(t *testing.T) {
+	abtest.NoWaitQueue.Store(true)
+	t.Cleanup(func() { abtest.NoWaitQueue.Store(false) })
 }
 
 // tieBreakerOf is the lock's tie-breaker node among n, as the contention
@@ -189,7 +190,6 @@ type queueScene struct {
 // base plus the masters' count, and n other Clients wait for it in order.
 func heldWithWaiters(t *testing.T, base string, masters, n int) *queueScene {
 	reset(t)
-	withWaitQueue(t)
 	sc := &queueScene{ctx: ctxFor(t, 30*time.Second), name: base + itoaName(masters)}
 	sc.holder = newLockClient(t, masters, lock.Options{}).NewMutex(sc.name)
 	require.NoError(t, sc.holder.Lock(sc.ctx))
@@ -291,7 +291,6 @@ func TestHandOffToADeadWaiterMovesOn(t *testing.T) {
 // takes its owner out of the queue, so no release hands the lock to it.
 func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	reset(t)
-	withWaitQueue(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const name = "gives-up"
 	holder := newLockClient(t, 3, lock.Options{}).NewMutex(name)
@@ -318,7 +317,7 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 // it takes the lock on them, instead of sleeping out the holder's lease.
 func TestWaiterCutOffFromTheTieBreakerIsWoken(t *testing.T) {
 	t.Run("default", testWaiterCutOffFromTheTieBreaker)
-	t.Run("wait-queue", func(t *testing.T) { withWaitQueue(t); testWaiterCutOffFromTheTieBreaker(t) })
+	t.Run("no-wait-queue", func(t *testing.T) { withoutWaitQueue(t); testWaiterCutOffFromTheTieBreaker(t) })
 }
 
 func testWaiterCutOffFromTheTieBreaker(t *testing.T) {

@@ -29,8 +29,8 @@ type Client struct {
 	dog    *watchdog.Watchdog
 	broker *pubsub.Broker // one subscription per node for every waiter
 	ident  *identifier    // the first-contact duplicate check
-	// splitVotes turns the tie-breaker and its queue off; noQueue, the
-	// default, the queue alone (A/B switches, see abtest.WaitQueue).
+	// splitVotes turns the tie-breaker and its queue off; noQueue the
+	// queue alone (A/B switches, see internal/abtest).
 	splitVotes, noQueue bool
 	// cleaners[i] does node i's background clean-ups: undo, release
 	// retries, repairs.

@@ -43,15 +43,7 @@ import (
 //     again at once by its last holder while its waiter wakes, the two
 //     would otherwise split the nodes; the probe gives the waiter, who
 //     goes straight to every node, a round trip's head start.
-//  4. Who wakes (for a FairMutex always; for a Mutex experimental, off
-//     unless abtest.WaitQueue is set: with it the chaos suite's fault phase
-//     sometimes collapsed on a loaded machine. The same collapse comes with
-//     it off under heavier load, where every acquire times out on every
-//     node, so it is not the queue's own; the queue stays off until an A/B
-//     at moderate load shows it does no harm. Off, every node announces a
-//     release and one waiter per process wakes, then probes as in 3). The
-//     tie-breaker
-//     also keeps the lock's wait queue
+//  4. Who wakes. The tie-breaker also keeps the lock's wait queue
 //     (reentrant.Key.Queue): a blocking Lock whose attempt found another
 //     owner holding the tie-breaker joins it, with a ticket drawn once per
 //     Lock call (its wall-clock time), from its second attempt on, so an
@@ -66,6 +58,9 @@ import (
 //     probes, and a target that gave up leaves the queue at once. When
 //     the tie-breaker's release fails, Unlock announces the release on the
 //     nodes that did free the lock, for any waiter, as before the queue.
+//     (Without the queue, abtest.NoWaitQueue, the A/B's "before": every
+//     node announces a release, and one waiter per process wakes and
+//     probes as in 3.)
 //
 // Safety is the quorum rule's alone: a kept partial hold is a partial hold
 // like any other, held under its lease, and a contender that gives up (ctx
@@ -289,4 +284,4 @@ func ctxAlive(a attempt) bool {
 // splitVotesAtNew and noQueueAtNew read the A/B switches when a Client is
 // made.
 func splitVotesAtNew() bool { return abtest.SplitVotes.Load() }
-func noQueueAtNew() bool    { return !abtest.WaitQueue.Load() }
+func noQueueAtNew() bool    { return abtest.NoWaitQueue.Load() }

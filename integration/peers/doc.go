@@ -22,9 +22,9 @@
 //   - contended: 16 goroutines on one name, each with its own Process
 //     ("per goroutine", every count) or one shared Process (up to 3
 //     masters); the rows include "relock (split votes, before)" and
-//     "relock (wait queue, experimental)", relock's Clients made with
-//     internal/abtest.SplitVotes or WaitQueue set, the A/B of the contention
-//     protocol;
+//     "relock (no wait queue, before)", relock's Clients made with
+//     internal/abtest.SplitVotes or NoWaitQueue set, the A/B of the
+//     contention protocol;
 //   - uncontended and sequential: 64 goroutines, a key each, or one, on one
 //     shared Process, interleaved in rounds;
 //   - design: the design document's table, 100 goroutines each with its own

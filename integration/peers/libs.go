@@ -63,7 +63,7 @@ type Lib struct {
 const (
 	NameRelock          = "relock"
 	NameRelockSplit     = "relock (split votes, before)"
-	NameRelockQueue     = "relock (wait queue, experimental)"
+	NameRelockNoQueue   = "relock (no wait queue, before)"
 	NameRedsyncDefaults = "redsync (defaults)"
 	NameRedsyncFast     = "redsync (2 ms retry)"
 	NameRedislock       = "redislock (2 ms backoff)"
@@ -91,7 +91,7 @@ func Libs(relockOpts lock.Options) []Lib {
 	return []Lib{
 		{Name: NameRelock, NewProcess: relockProcess(relockOpts)},
 		{Name: NameRelockSplit, ContendedOnly: true, NewProcess: withSwitch(&abtest.SplitVotes, relockProcess(relockOpts))},
-		{Name: NameRelockQueue, ContendedOnly: true, NewProcess: withSwitch(&abtest.WaitQueue, relockProcess(relockOpts))},
+		{Name: NameRelockNoQueue, ContendedOnly: true, NewProcess: withSwitch(&abtest.NoWaitQueue, relockProcess(relockOpts))},
 		{Name: NameRedsyncDefaults, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess()},
 		{Name: NameRedsyncFast, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess(
 			redsync.WithRetryDelay(fastRetry), redsync.WithTries(fastTries))},
@@ -155,7 +155,7 @@ func relockProcess(opts lock.Options) func(addrs []string, pool int) (Process, e
 
 // withSwitch makes newProcess's Clients with an abtest switch set: with
 // SplitVotes they contend as relock did before its tie-breaker, with
-// WaitQueue with the tie-breaker's experimental wait queue. The
+// NoWaitQueue without the tie-breaker's wait queue (as before it). The
 // switch is read by lock.New, so it is set only while the Client is made
 // (scenarios make their Processes one at a time).
 func withSwitch(sw *atomic.Bool, newProcess func(addrs []string, pool int) (Process, error)) func(addrs []string, pool int) (Process, error) {

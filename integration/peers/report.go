@@ -169,7 +169,7 @@ func (r *Report) writeContended(w io.Writer) {
 	fmt.Fprintf(w, "## Contended hand-off: %d goroutines on one key, hold %v (time.Sleep), pause %v (time.Sleep)\n\n",
 		c.Contenders, c.Work, c.Pause)
 	fmt.Fprintf(w, "Clients: per goroutine = every goroutine its own Client (its own go-redis clients), as separate processes would have; shared = one for all. "+
-		"relock (split votes, before): relock's Clients made with abtest.SplitVotes set, contending as relock did before its tie-breaker; relock (wait queue, experimental): with abtest.WaitQueue set, the tie-breaker's wait queue handing each release to one waiter across processes, off by default (the A/B of the contention protocol). "+
+		"relock (split votes, before): relock's Clients made with abtest.SplitVotes set, contending as relock did before its tie-breaker; relock (no wait queue, before): with abtest.NoWaitQueue set, waiting without the tie-breaker's wait queue, which hands each release to one waiter across processes (the A/B of the contention protocol). "+
 		"PING p50 before: sequential go-redis PINGs on the first master just before the run (the machine's load drifts); ∥ PING to N: a PING to every master of the run in parallel, until the last reply, just before it too. "+
 		"Hand-off: from the holder calling Unlock to another goroutine's Lock returning. "+
 		"Wake / final try split it at the moment the new holder's client sent its last script before Lock returned "+

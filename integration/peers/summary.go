@@ -124,7 +124,7 @@ func (r *Report) Checks() []Check {
 				fmt.Sprintf("%.2f× (%s ÷ %s)", q, fmtRate(x.CyclesPerSec()), fmtRate(rs.CyclesPerSec())),
 				fmt.Sprintf("≥ %.0f×", spec10CyclesRatio), verdict(q >= spec10CyclesRatio))
 		}
-		for _, before := range []string{NameRelockSplit, NameRelockQueue} {
+		for _, before := range []string{NameRelockSplit, NameRelockNoQueue} {
 			if old := r.contended(before, x.Nodes, x.Mode); old != nil {
 				add("A/B: relock ÷ "+before+", "+where,
 					fmt.Sprintf("cycles/s %.2f× (%s ÷ %s); hand-off p50 %.2f× (%s ÷ %s); server cmds /acq %.2f× (%s ÷ %s)",
@@ -271,7 +271,7 @@ func (r *Report) Checks() []Check {
 
 // isRelock reports whether lib is relock in any configuration.
 func isRelock(lib string) bool {
-	return lib == NameRelock || lib == NameRelockSplit || lib == NameRelockQueue
+	return lib == NameRelock || lib == NameRelockSplit || lib == NameRelockNoQueue
 }
 
 func (r *Report) writeSummary(w io.Writer) {

@@ -9,12 +9,9 @@ import "sync/atomic"
 // woken waiter retries on all nodes.
 var SplitVotes atomic.Bool
 
-// WaitQueue, when set before lock.New, makes the Client wait in the
-// tie-breaker's wait queue (see lock/contend.go, 4): one waiter across all
-// processes wakes per release. Experimental and off by default: under the
-// chaos suite's faults on a loaded machine it sometimes collapsed (waiters
-// time out while the lock changes hands a few times in 30 s). The same
-// collapse comes with it off under heavier load (every acquire times out on
-// every node), so the queue is not its cause; an A/B at moderate load is
-// still owed before it is turned on. A FairMutex always waits in the queue.
-var WaitQueue atomic.Bool
+// NoWaitQueue, when set before lock.New, makes the Client's Mutexes wait as
+// they did before the tie-breaker's wait queue (see lock/contend.go, 4):
+// every node announces a release, one waiter per process wakes and probes
+// the tie-breaker. The queue, on by default, wakes one waiter across all
+// processes per release. A FairMutex always waits in the queue.
+var NoWaitQueue atomic.Bool
