@@ -52,14 +52,20 @@ func TestWaiterWokenByRelease(t *testing.T) {
 		}()
 		waitUntil(t, 5*time.Second, "the waiter is not asleep", sleeping(waiters, 1))
 		time.Sleep(100 * time.Millisecond)
+		before := waiters.Stats()
 		unlocked := time.Now()
 		require.NoError(t, holder.Unlock(ctx))
 		at := <-got
-		t.Logf("%d masters: acquired %v after the holder called Unlock", n, at.Sub(unlocked))
+		after := waiters.Stats()
+		t.Logf("%d masters: acquired %v after the holder called Unlock; wakes by release %d, by timer %d",
+			n, at.Sub(unlocked), after.WokenByPub-before.WokenByPub, after.WokenByTTL-before.WokenByTTL)
 		require.Less(t, at.Sub(unlocked), time.Second, "woken by the release, not by the 30s lease")
-		s := waiters.Stats()
-		require.GreaterOrEqual(t, s.WokenByPub, uint64(1))
-		require.Zero(t, s.WokenByTTL)
+		// A timer wake may still come in between, and is no lease's: the
+		// attempt a hand-off starts can reach a node before the holder's
+		// release there, and then looks again within a retry delay (or a
+		// node slow under load fails an attempt before the Unlock). Stats
+		// count both with lease wakes, so the bound above tells them apart.
+		require.Greater(t, after.WokenByPub, before.WokenByPub, "no release woke the waiter")
 	})
 }
 

@@ -96,6 +96,26 @@ func TestRegistryKeepersOnlyWakesAFirstWaiterOrNoOne(t *testing.T) {
 	}
 }
 
+// The target of a hand-off goes to every node at once, possibly before
+// the releaser's other nodes have freed the lock: their copies for keepers,
+// arriving while its attempt runs, must wake it rather than be dropped.
+func TestRegistryHandOffTargetHearsTheKeepersCopies(t *testing.T) {
+	r := newRegistry()
+	ws := ownedWaiters(r, "c", "c:a", "c:t")
+	if ok, _ := r.dispatch("c", "c:o/1 c:t "); !ok {
+		t.Fatal("a hand-off reported unclaimed")
+	}
+	if got := woken(ws); !slices.Equal(got, []int{1}) {
+		t.Fatalf("woken %v, want the target [1]", got)
+	}
+	if ok, _ := r.dispatch("c", "c:o/1 k"); !ok {
+		t.Fatal("the keepers' copy of the handed-off release woke no one")
+	}
+	if got := woken(ws); !slices.Equal(got, []int{1}) {
+		t.Fatalf("woken %v, want the target [1] again", got)
+	}
+}
+
 func TestDedupHandOffIsDueAtItsOnlyCopy(t *testing.T) {
 	d := newDedup(time.Second, 3, 2)
 	now := time.Now()

@@ -103,6 +103,12 @@ func (r *registry) handOff(channel string, m message) (watch *Waiter) {
 	}
 	if target != nil {
 		target.noteReason(WokenHandOff)
+		// The target goes straight to every node, where the releaser's
+		// other releases may land just after its attempt: the copies for
+		// keepers that announce them must wake it then, not be lost while
+		// it is busy (it would sleep a retry delay). Its next wait sets
+		// first again from what its attempt kept.
+		target.first = true
 		if target.wakeUp() {
 			r.wakes++
 		}
