@@ -241,7 +241,8 @@ func (b *Broker) Stats() Stats {
 
 // message dispatches a published message: a release wakes one waiter once
 // Options.Quorum nodes' copies are in, or Options.Grace after its first copy;
-// the other copies are dropped.
+// the other copies are dropped. A hand-off, too, waits for a quorum of its
+// release's copies (see handOffCopy).
 func (b *Broker) message(_ int, channel, payload string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -252,7 +253,14 @@ func (b *Broker) message(_ int, channel, payload string) {
 	now := time.Now()
 	if m.kind == handOff {
 		b.dedup.noteHandOff(channel, m.id, now)
+		b.handOffCopy(channel, m.id, payload, now)
+		return
 	}
+	defer func() {
+		if m.kind == keepersOnly {
+			b.handOffCopy(channel, m.id, "", now)
+		}
+	}()
 	wake, pending := b.dedup.observe(channel, payload, m.copiesNeeded(b.opts.Quorum), now)
 	switch {
 	case wake:
@@ -271,6 +279,30 @@ func (b *Broker) message(_ int, channel, payload string) {
 	default:
 		b.duplicates++
 	}
+}
+
+// handOffCopy counts one node's copy of release id (its hand-off, or with
+// handOff "" a copy for keepers) and dispatches the hand-off once it is
+// due: Options.Quorum copies are in, or Options.Grace has passed since the
+// hand-off came (see dedup.releaseCopy). The caller holds b.mu.
+func (b *Broker) handOffCopy(channel, id, handOff string, now time.Time) {
+	due, pending := b.dedup.releaseCopy(channel, id, handOff, b.opts.Quorum, now)
+	if due != "" {
+		b.dispatch(channel, due)
+	}
+	if pending == nil {
+		if handOff != "" && due == "" {
+			b.duplicates++
+		}
+		return
+	}
+	time.AfterFunc(b.opts.Grace, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if due := b.dedup.handOffGraceUp(pending); due != "" && !b.closed {
+			b.dispatch(channel, due)
+		}
+	})
 }
 
 // dispatch hands a due release, or another reason to retry (payload ""),

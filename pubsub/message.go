@@ -18,7 +18,11 @@ import (
 //	                    TARGET, and NEXT is the owner queued after it, who
 //	                    retries if TARGET does not take the lock within
 //	                    Options.HandOffWatch (it may have died). An empty
-//	                    TARGET means the queue was empty: any waiter, at once.
+//	                    TARGET means the queue was empty: any waiter. It is
+//	                    due, as an ID is, once Options.Quorum copies of its
+//	                    release are in (itself and the other nodes' copies
+//	                    for keepers), or Options.Grace after it came: then
+//	                    the target's attempt finds those nodes free.
 //	ID k                for keepers only: waiters marked SetFirst (they hold
 //	                    part of the lock and wait for the rest, or cannot
 //	                    reach the node that sends hand-offs), at once. If no
