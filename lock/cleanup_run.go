@@ -312,8 +312,12 @@ func (w *cleaner) flush() func() {
 }
 
 // releaseChange is the change that sends op's release to this cleaner's
-// node, announced as the contention rules ask of that node.
+// node, announced as the contention rules ask of that node; a copy for
+// keepers says it comes from a clean-up, which no hand-off follows.
 func (w *cleaner) releaseChange(op reentrant.Op) *reentrant.Change {
 	op.Wake = w.c.wakeOn(w.node, op)
+	if op.Wake == reentrant.WakeKeepers {
+		op.Wake = reentrant.WakeCleanup
+	}
 	return &reentrant.Change{Op: op, Release: true, ReleaseID: releaseID(op)}
 }

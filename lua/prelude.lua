@@ -233,9 +233,11 @@ end
 --                          here before
 --   'k' 'ID k'             for keepers only: waiters holding part of the
 --                          lock that wait for the others to give theirs back
+--   'u' 'ID u'             the same, from a clean-up (an undo, a retried
+--                          release) after which no hand-off is to come
 local function announce(channel, id, mode, queue, head)
-  if mode == 'k' then
-    redis.call('PUBLISH', channel, id .. ' k')
+  if mode == 'k' or mode == 'u' then
+    redis.call('PUBLISH', channel, id .. ' ' .. mode)
   elseif mode == 'q' or mode == 'f' then
     local target, after = head[1] or '', head[2] or ''
     if target ~= '' and mode == 'q' then

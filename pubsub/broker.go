@@ -257,7 +257,7 @@ func (b *Broker) message(_ int, channel, payload string) {
 		return
 	}
 	defer func() {
-		if m.kind == keepersOnly {
+		if m.kind == keepersOnly && !m.cleanup {
 			b.handOffCopy(channel, m.id, "", now)
 		}
 	}()
@@ -265,7 +265,7 @@ func (b *Broker) message(_ int, channel, payload string) {
 	switch {
 	case wake:
 		b.dispatch(channel, payload)
-		if m.kind == keepersOnly {
+		if m.kind == keepersOnly && !m.cleanup {
 			b.unlessHandedOff(channel, m.id)
 		}
 	case pending != nil:

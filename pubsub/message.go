@@ -30,6 +30,11 @@ import (
 //	                    Options.Grace (the node that sends them failed, or
 //	                    this process's subscription to it is down), the
 //	                    release goes to one waiter here, as an ID would.
+//	ID u                for keepers only, as ID k, from a clean-up (the undo
+//	                    of a failed attempt, a retried release): no hand-off
+//	                    is to come, so no one else wakes for it. Without
+//	                    this, every undo of an attempt that lost the lock
+//	                    would wake one waiter in every process.
 //	ID *Q               a copy for any waiter, as ID, that is due once Q
 //	                    copies are in instead of Options.Quorum: a hold
 //	                    whose acquisitions need more nodes than the lock's
@@ -44,6 +49,8 @@ type message struct {
 	target string // hand-off only
 	next   string // hand-off only
 	need   int    // ID *Q only: the copies that make it due
+	// cleanup: ID u, a copy for keepers that no hand-off follows.
+	cleanup bool
 }
 
 type messageKind int
@@ -61,8 +68,8 @@ func parseMessage(payload string) message {
 	if !found || id == "" {
 		return message{kind: anyWaiter, id: id}
 	}
-	if rest == "k" {
-		return message{kind: keepersOnly, id: id}
+	if rest == "k" || rest == "u" {
+		return message{kind: keepersOnly, id: id, cleanup: rest == "u"}
 	}
 	if q, ok := strings.CutPrefix(rest, "*"); ok {
 		if need, err := strconv.Atoi(q); err == nil && need > 0 {

@@ -156,6 +156,11 @@ const (
 	// does, but leaves that owner at the head until it takes the lock or
 	// its deadline passes, so that no one else takes it on this node first.
 	WakeFair
+	// WakeCleanup publishes a copy for keepers only, as WakeKeepers does,
+	// from a clean-up (the undo of a failed attempt, a retried release):
+	// no hand-off of the same release is to come, so no one else wakes
+	// for it (see pubsub's message format).
+	WakeCleanup
 )
 
 // luaFlag is the Wake as the release script reads it (ARGV[6]).
@@ -167,6 +172,8 @@ func (w Wake) luaFlag() string {
 		return "k"
 	case WakeFair:
 		return "f"
+	case WakeCleanup:
+		return "u"
 	}
 	return ""
 }

@@ -10,7 +10,9 @@
 //
 // Flags: -duration per run (default 3s; the whole run takes about 6
 // minutes), -quick for a smoke run of about 40 seconds, -scenarios, -libs
-// and -masters to run a subset, -out to also write the tables to a file.
+// and -masters to run a subset, -out to also write the tables to a file,
+// -cpuprofile to profile the run (run one library alone to profile it:
+// -libs is a substring, so -libs relock also runs relock's A/B rows).
 // The environment variables RELOCK_BENCH_ONLY, RELOCK_BENCH_LIBS and
 // RELOCK_BENCH_MASTERS set the defaults of -scenarios, -libs and -masters,
 // so that `make bench` runs a subset too:
@@ -25,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +51,8 @@ func main() {
 			"comma-separated substrings of library names to run (default $RELOCK_BENCH_LIBS, else all)")
 		masters = flag.String("masters", os.Getenv("RELOCK_BENCH_MASTERS"),
 			"comma-separated node counts to run at (default $RELOCK_BENCH_MASTERS, else all): "+joinInts(peers.MasterCounts))
-		out = flag.String("out", "", "also write the tables to this file")
+		out        = flag.String("out", "", "also write the tables to this file")
+		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (every library's client, this process) to this file, for go tool pprof")
 	)
 	flag.Parse()
 
@@ -75,9 +79,37 @@ func main() {
 	}
 	cfg.Progress = os.Stderr
 
-	if err := run(cfg, *out); err != nil {
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
 		fatalf("%v", err)
 	}
+	err = run(cfg, *out)
+	stopProfile()
+	if err != nil {
+		fatalf("%v", err)
+	}
+}
+
+// startCPUProfile starts profiling the process's CPU into path, when set,
+// and returns what stops it and writes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "relock-bench: writing the CPU profile: %v\n", err)
+		}
+	}, nil
 }
 
 func run(cfg peers.Config, out string) error {
