@@ -46,6 +46,10 @@ type hold struct {
 	entry      *watchdog.Entry
 	stopHold   func() bool // stops the hold context's watch
 	token      int64       // the hold's fencing token
+	// tieTaken: the hold's acquisition took the lock's tie-breaker, so its
+	// release there hands the lock off, and the other nodes' copies for
+	// keepers announce a hand-off to come (see hold.wakeAt).
+	tieTaken bool
 	// contendedAt: when a Lock of this handle last met another holder. A
 	// Lock soon after expects contention (see contender.expectContention).
 	contendedAt time.Time
@@ -301,6 +305,8 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 		return true, a, nil
 	}
 	h.token = token
+	tie := tieReply(a, h.c.tieBreaker(h.key))
+	h.tieTaken = tie.err == nil && tie.value.Acquired
 	h.startHold(lease, renewed, a.validUntil)
 	return true, a, nil
 }

@@ -65,7 +65,7 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	if all {
 		target = 0
 	}
-	wasLost := h.isLost
+	wasLost, tieTaken := h.isLost, h.tieTaken
 	op := h.op(target, h.lease, 1)
 	t.target = target
 	// Past any lease a node may still hold: renewals set it from their own
@@ -86,6 +86,13 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	replies := fanOutTo(h.c, ctx, kindRelease, op.Lease, -1, h.kind.quorum, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
 		op := op
 		op.Wake = h.c.wakeAt(n, op)
+		if op.Wake == reentrant.WakeKeepers && !tieTaken {
+			// No hand-off will follow from the tie-breaker: this hold never
+			// had it (it was down, or a keeper holds it and is woken by these
+			// copies). Without this, each process would wake a waiter of its
+			// own when no hand-off came.
+			op.Wake = reentrant.WakeCleanup
+		}
 		return n.Release(ctx, op, releaseID(op))
 	})
 	elapsed := time.Since(start)
