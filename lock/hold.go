@@ -149,6 +149,12 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 	)
 	if wait && h.contendedLately() {
 		k.expectContention()
+		// The channel is most likely still subscribed (it lingers): a
+		// first attempt that fails then sleeps at once, instead of
+		// retrying to make sure it missed no release.
+		if err := w.prime(ctx, h); err != nil {
+			return false, err
+		}
 	}
 	defer k.abandon(h.c) // nothing kept once the lock is won
 	won := false

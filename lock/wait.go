@@ -31,16 +31,7 @@ type waiter struct {
 // woken before the others of its process.
 func (w *waiter) wait(ctx context.Context, h *hold, sleep time.Duration, first bool) (err error) {
 	if !w.primed {
-		w.primed = true
-		sub, err := h.c.broker.SubscribeOwner(ctx, h.key.WaitChannel(h.kind.mode), h.owner, releasesOf(h.owner))
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case err != nil:
-			return ErrClosed
-		}
-		w.sub = sub
-		return nil
+		return w.prime(ctx, h)
 	}
 	w.woken, w.why = false, pubsub.WokenOther
 	w.sub.SetFirst(first)
@@ -63,6 +54,23 @@ func (w *waiter) wait(ctx context.Context, h *hold, sleep time.Duration, first b
 	case <-h.c.closing:
 		return ErrClosed
 	}
+}
+
+// prime subscribes to the lock's release channel, so that the attempts
+// from now on can sleep when they fail: no release after them is missed.
+// A Lock that expects contention primes before its first attempt, which
+// then sleeps at once when it fails; another primes after it, and retries.
+func (w *waiter) prime(ctx context.Context, h *hold) error {
+	w.primed = true
+	sub, err := h.c.broker.SubscribeOwner(ctx, h.key.WaitChannel(h.kind.mode), h.owner, releasesOf(h.owner))
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return ErrClosed
+	}
+	w.sub = sub
+	return nil
 }
 
 // close drops the subscription share. A waiter that got the lock drops any
