@@ -32,7 +32,7 @@ func BenchmarkSequentialCycleFloor(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	use0 := processUsage()
 	for b.Loop() {
 		var raw [16]byte
 		_, _ = rand.Read(raw[:])
@@ -45,5 +45,5 @@ func BenchmarkSequentialCycleFloor(b *testing.B) {
 			b.Fatalf("release: %d %v", n, err)
 		}
 	}
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	processUsage().report(b, use0)
 }
