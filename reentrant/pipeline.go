@@ -29,7 +29,8 @@ type pipeliner struct {
 
 	mu    sync.Mutex
 	queue []*call
-	turns int // turns in use: sending, or handed to a queued caller
+	spare []*call // an empty array for the next queue, or nil
+	turns int     // turns in use: sending, or handed to a queued caller
 }
 
 // call is one script call waiting for its pipeline.
@@ -40,9 +41,13 @@ type call struct {
 	budget time.Duration // the time the caller's ctx had left when it queued; 0: no deadline
 	values valuesOf      // the caller's ctx values (a trace span), for a lone call
 	cmd    *redis.Cmd
-	done   chan struct{} // closed once cmd holds the reply
-	turn   chan struct{} // receives this caller's turn to send (buffer 1)
-	given  bool          // a turn was put in turn; guarded by pipeliner.mu
+
+	// Guarded by pipeliner.mu. The channels are made only when needed: a
+	// caller that finds a free turn sends its own call and waits on none.
+	sent  bool          // cmd holds the reply
+	done  chan struct{} // closed once sent, for a caller that waits for it
+	turn  chan struct{} // receives this caller's turn to send (buffer 1); nil when it had one at once
+	given bool          // a turn was given to this caller
 }
 
 // runCall is run for a prepared script call.
@@ -54,40 +59,93 @@ func (p *pipeliner) runCall(ctx context.Context, sc scriptCall) *redis.Cmd {
 // whose ctx ends while still queued is never sent; one already sent may
 // still run on the node, as with any call whose reply is lost.
 func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, args ...any) *redis.Cmd {
-	c := &call{script: script, keys: keys, args: args, values: valuesOf{ctx}, done: make(chan struct{}), turn: make(chan struct{}, 1)}
+	c := &call{script: script, keys: keys, args: args, values: valuesOf{ctx}}
 	if deadline, ok := ctx.Deadline(); ok {
 		c.budget = max(time.Until(deadline), time.Nanosecond)
 	}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
-	if p.turns < maxPipelines {
+	own := p.turns < maxPipelines
+	if own {
+		// A free turn: this caller sends at once, itself.
 		p.turns++
-		p.give(c)
+		c.given = true
+	} else {
+		c.turn = make(chan struct{}, 1)
 	}
 	p.mu.Unlock()
 
+	if own {
+		if ctx.Err() != nil {
+			return p.giveUp(ctx, c, true)
+		}
+		p.sendQueued() // c with it, unless another turn's batch took c first
+	}
+	done := p.doneOf(c)
+	if done == nil {
+		return c.cmd
+	}
 	for {
 		select {
 		case <-c.turn:
 			p.sendQueued()
-		case <-c.done:
+		case <-done:
 			p.passTurnIfHeld(c)
 			return c.cmd
 		case <-ctx.Done():
-			withdrawn := p.withdraw(c)
-			p.passTurnIfHeld(c)
-			if withdrawn {
-				cmd := redis.NewCmd(ctx)
-				cmd.SetErr(fmt.Errorf("%w: %w", ErrNotSent, ctx.Err()))
-				return cmd
-			}
-			<-c.done // on the wire already: the reply comes by the batch's deadline
-			return c.cmd
+			return p.giveUp(ctx, c, false)
 		}
 	}
 }
 
+// giveUp ends the wait of a call whose ctx ended: a call still queued is
+// withdrawn and never sent; one on the wire is waited for (its reply comes
+// by the batch's deadline). held says that the caller holds a turn it has
+// not used yet.
+func (p *pipeliner) giveUp(ctx context.Context, c *call, held bool) *redis.Cmd {
+	withdrawn := p.withdraw(c)
+	if held {
+		p.sendQueued() // the turn serves the others queued, or is given back
+	} else {
+		p.passTurnIfHeld(c)
+	}
+	if withdrawn {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(fmt.Errorf("%w: %w", ErrNotSent, ctx.Err()))
+		return cmd
+	}
+	if done := p.doneOf(c); done != nil {
+		<-done
+	}
+	return c.cmd
+}
+
+// doneOf returns the channel closed once c is sent, or nil when it is sent
+// already.
+func (p *pipeliner) doneOf(c *call) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.sent {
+		return nil
+	}
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	return c.done
+}
+
+// finish records that c.cmd holds c's reply.
+func (p *pipeliner) finish(c *call) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.sent = true
+	if c.done != nil {
+		close(c.done)
+	}
+}
+
 // passTurnIfHeld uses a turn handed to c after c stopped waiting for one.
+// (c.turn is nil when c had a turn at once: nothing to receive.)
 func (p *pipeliner) passTurnIfHeld(c *call) {
 	select {
 	case <-c.turn:
@@ -100,13 +158,18 @@ func (p *pipeliner) passTurnIfHeld(c *call) {
 func (p *pipeliner) sendQueued() {
 	p.mu.Lock()
 	batch := p.queue
-	p.queue = nil
+	p.queue, p.spare = p.spare, nil
 	p.mu.Unlock()
 	if len(batch) > 0 {
 		p.send(batch)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.spare == nil {
+		// The next queue grows in this array rather than in a new one.
+		clear(batch)
+		p.spare = batch[:0]
+	}
 	for _, next := range p.queue {
 		if !next.given {
 			p.give(next)
@@ -149,7 +212,7 @@ func (p *pipeliner) send(batch []*call) {
 	if len(batch) == 1 {
 		c := batch[0]
 		c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
-		close(c.done)
+		p.finish(c)
 		return
 	}
 	_, _ = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -162,7 +225,7 @@ func (p *pipeliner) send(batch []*call) {
 		if lua.IsNoScript(c.cmd.Err()) {
 			c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
 		}
-		close(c.done)
+		p.finish(c)
 	}
 }
 
