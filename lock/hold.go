@@ -311,7 +311,9 @@ func (h *hold) op(count int64, lease time.Duration, n int64) reentrant.Op {
 	h.seq += n
 	op := reentrant.Op{Key: h.key, Owner: h.owner, Lease: lease, Count: count, Seq: h.seq - n + 1, Mode: h.kind.mode}
 	if h.kind.tune != nil {
-		h.kind.tune(&op)
+		tuned := op // apart, so that op stays off the heap for the kinds without tune
+		h.kind.tune(&tuned)
+		return tuned
 	}
 	return op
 }
