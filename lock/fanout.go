@@ -65,6 +65,7 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 	// included.
 	calls := make([]nodeCall[T], n)
 	finished := make(chan int, n) // buffered: a late call never blocks
+	here := c.waits.callableHere(ctx, only)
 	for i, node := range c.nodes {
 		nc := &calls[i]
 		if only >= 0 && i != only {
@@ -74,11 +75,24 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 		}
 		wait, token := c.waits.wait(i, kind, lease)
 		nc.limit = start.Add(wait)
-		nc.ctx = nodeCtx{Context: ctx, deadline: nc.limit, running: true}
+		nc.ctx = nodeCtx{Context: ctx, deadline: nc.limit, running: true, atOnce: i == here}
 		nc.c, nc.i, nc.node, nc.call, nc.finished = c, i, node, call, finished
 		nc.start, nc.wait, nc.token = start, wait, token
 		c.inflight.Add(1)
-		c.workers.Run(nc)
+		if i != here {
+			c.workers.Run(nc)
+		}
+	}
+	if here >= 0 {
+		switch nc := &calls[here]; {
+		case !nc.runHere():
+			c.workers.Run(nc) // its node's pipelines were busy
+		case time.Now().After(nc.limit):
+			// Late, as it would have been on a worker: fanOutTo would have
+			// stopped waiting for it at its limit.
+			<-finished
+			nc.stopped = true
+		}
 	}
 
 	ok := 0
@@ -131,7 +145,7 @@ collect:
 					nc.stopped = true
 				}
 				if nc.ctx.running && !nc.ctx.deadline.After(now) {
-					nc.ctx.end(context.DeadlineExceeded)
+					nc.endCtx(context.DeadlineExceeded)
 				}
 			}
 		case <-ctx.Done():
@@ -147,7 +161,7 @@ collect:
 	}
 	for i := range calls {
 		if nc := &calls[i]; nc.ctx.running {
-			nc.ctx.end(ended)
+			nc.endCtx(ended)
 		}
 	}
 
@@ -202,9 +216,28 @@ type nodeCall[T any] struct {
 
 // Run makes the node call, on a worker goroutine.
 func (nc *nodeCall[T]) Run() {
+	nc.complete(nc.call(&nc.ctx, nc.node))
+}
+
+// runHere makes the node call on fanOutTo's own goroutine, sent at once or
+// not at all (see reentrant.AtOnce and nodeWaits.callableHere). It reports
+// false, having sent nothing, when the node's pipelines were all busy: the
+// call must then go to a worker.
+func (nc *nodeCall[T]) runHere() bool {
+	value, err := nc.call(&nc.ctx, nc.node)
+	if errors.Is(err, reentrant.ErrBusy) {
+		nc.ctx.atOnce = false
+		return false
+	}
+	nc.complete(value, err)
+	return true
+}
+
+// complete records the call's outcome and tells fanOutTo.
+func (nc *nodeCall[T]) complete(value T, err error) {
 	defer nc.c.inflight.Done()
 	o := &nc.outcome
-	o.value, o.err = nc.call(&nc.ctx, nc.node)
+	o.value, o.err = value, err
 	nc.c.waits.observe(nc.i, nc.token, nc.wait, time.Since(nc.start), isAnswer(o.value, o.err))
 	nc.mu.Lock()
 	nc.ran = true
@@ -213,6 +246,12 @@ func (nc *nodeCall[T]) Run() {
 	}
 	nc.mu.Unlock()
 	nc.finished <- nc.i
+}
+
+// endCtx ends the call's context with err.
+func (nc *nodeCall[T]) endCtx(err error) {
+	nc.ctx.running = false
+	nc.ctx.end(err)
 }
 
 // lateOutcome is the outcome of a call fanOutTo stopped waiting for; its
@@ -239,11 +278,15 @@ func (nc *nodeCall[T]) lateOutcome() *outcome[T] {
 type nodeCtx struct {
 	context.Context // the fan-out's ctx, for its values and its deadline
 	deadline        time.Time
-	running         bool // not ended yet; fanOutTo's own
+	running         bool // not ended by fanOutTo yet; fanOutTo's own
+	// atOnce: the call runs on fanOutTo's goroutine, whose loop cannot end
+	// the context meanwhile, so a timer does if the call waits on Done.
+	atOnce bool
 
-	mu   sync.Mutex
-	done chan struct{}
-	err  error
+	mu    sync.Mutex
+	done  chan struct{}
+	err   error
+	timer *time.Timer // see atOnce
 }
 
 // Deadline is the node's deadline, or the fan-out ctx's when earlier.
@@ -254,34 +297,46 @@ func (x *nodeCtx) Deadline() (time.Time, bool) {
 	return x.deadline, true
 }
 
-// Done returns a channel closed once fanOutTo ends the context.
+// Done returns a channel closed once the context ends.
 func (x *nodeCtx) Done() <-chan struct{} {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.done == nil {
 		x.done = make(chan struct{})
-		if x.err != nil {
+		switch {
+		case x.err != nil:
 			close(x.done)
+		case x.atOnce:
+			x.timer = time.AfterFunc(time.Until(x.deadline), func() { x.end(context.DeadlineExceeded) })
 		}
 	}
 	return x.done
 }
 
-// Err is nil until fanOutTo ends the context, then why it ended.
+// Err is nil until the context ends, then why it ended.
 func (x *nodeCtx) Err() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.err
 }
 
-// end ends the context with err. Only fanOutTo calls it, once.
+// SendAtOnce tells the Node to send the call at once or not at all (see
+// reentrant.AtOnce): set when the call runs on fanOutTo's goroutine.
+func (x *nodeCtx) SendAtOnce() bool { return x.atOnce }
+
+// end ends the context with err, unless it has ended already.
 func (x *nodeCtx) end(err error) {
-	x.running = false
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.err != nil {
+		return
+	}
 	x.err = err
 	if x.done != nil {
 		close(x.done)
+	}
+	if x.timer != nil {
+		x.timer.Stop()
 	}
 }
 

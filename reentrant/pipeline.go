@@ -50,6 +50,25 @@ type call struct {
 	given bool          // a turn was given to this caller
 }
 
+// AtOnce is implemented by a context that asks each Node call made with it
+// to be sent at once, alone, on a free pipeline turn of the node, or not at
+// all: when every turn is in use the call fails at once with ErrBusy,
+// having sent nothing. Such a call never waits behind other calls, nor
+// shares their round trip, so it ends by its own deadline (as the go-redis
+// client bounds it, if it does). A caller that waits for the call on its
+// own goroutine uses it to make the call there only when that is as quick
+// as handing it to another.
+type AtOnce interface {
+	context.Context
+	// SendAtOnce reports whether calls made with the context are sent at
+	// once or not at all.
+	SendAtOnce() bool
+}
+
+// ErrBusy is the error of a call made with an AtOnce context when every
+// pipeline turn of its node was in use. It wraps ErrNotSent.
+var ErrBusy = fmt.Errorf("%w: every pipeline of the node is busy", ErrNotSent)
+
 // runCall is run for a prepared script call.
 func (p *pipeliner) runCall(ctx context.Context, sc scriptCall) *redis.Cmd {
 	return p.run(ctx, sc.script, sc.keys, sc.args...)
@@ -62,6 +81,9 @@ func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, 
 	c := &call{script: script, keys: keys, args: args, values: valuesOf{ctx}}
 	if deadline, ok := ctx.Deadline(); ok {
 		c.budget = max(time.Until(deadline), time.Nanosecond)
+	}
+	if a, ok := ctx.(AtOnce); ok && a.SendAtOnce() {
+		return p.runAlone(ctx, c)
 	}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
@@ -96,6 +118,26 @@ func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, 
 			return p.giveUp(ctx, c, false)
 		}
 	}
+}
+
+// runAlone sends c at once, alone, on a free turn, or fails it with
+// ErrBusy when there is none.
+func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
+	p.mu.Lock()
+	if p.turns >= maxPipelines {
+		p.mu.Unlock()
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(ErrBusy)
+		return cmd
+	}
+	p.turns++
+	c.given = true
+	p.mu.Unlock()
+	p.send([]*call{c})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.passTurn()
+	return c.cmd
 }
 
 // giveUp ends the wait of a call whose ctx ended: a call still queued is
@@ -170,6 +212,12 @@ func (p *pipeliner) sendQueued() {
 		clear(batch)
 		p.spare = batch[:0]
 	}
+	p.passTurn()
+}
+
+// passTurn hands a turn that has sent its batch to the oldest queued caller
+// without one, or gives it back. The caller holds p.mu.
+func (p *pipeliner) passTurn() {
 	for _, next := range p.queue {
 		if !next.given {
 			p.give(next)
