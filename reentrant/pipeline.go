@@ -133,7 +133,7 @@ func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
 	p.turns++
 	c.given = true
 	p.mu.Unlock()
-	p.send([]*call{c})
+	p.sendOne(c)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.passTurn()
@@ -249,20 +249,13 @@ func (p *pipeliner) withdraw(c *call) bool {
 // send runs one batch: one round trip, plus a second one with the full
 // source for the calls a node answered NOSCRIPT to.
 func (p *pipeliner) send(batch []*call) {
-	// A lone call keeps its caller's values, so go-redis hooks (redisotel)
-	// see the caller's trace span; a shared trip belongs to no one caller.
-	var parent context.Context = context.Background()
 	if len(batch) == 1 {
-		parent = &batch[0].values
-	}
-	ctx, cancel := context.WithDeadline(parent, p.deadline(batch))
-	defer cancel()
-	if len(batch) == 1 {
-		c := batch[0]
-		c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
-		p.finish(c)
+		p.sendOne(batch[0])
 		return
 	}
+	// A shared trip belongs to no one caller: no caller's values.
+	ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
+	defer cancel()
 	_, _ = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, c := range batch {
 			c.cmd = c.script.RunSHA(ctx, pipe, c.keys, c.args...)
@@ -275,6 +268,16 @@ func (p *pipeliner) send(batch []*call) {
 		}
 		p.finish(c)
 	}
+}
+
+// sendOne runs a lone call, with the deadline a batch of it alone would
+// have (see deadline). It keeps its caller's values, so go-redis hooks
+// (redisotel) see the caller's trace span.
+func (p *pipeliner) sendOne(c *call) {
+	ctx, cancel := context.WithDeadline(&c.values, time.Now().Add(max(p.timeout, c.budget)))
+	defer cancel()
+	c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
+	p.finish(c)
 }
 
 // deadline is when a batch stops waiting for its replies: p.timeout after
