@@ -38,6 +38,7 @@ type call struct {
 	script *lua.Script
 	keys   []string
 	args   []any
+	argv   []any         // a prepared call's whole EVALSHA argv (see preparedCall), or nil
 	budget time.Duration // the time the caller's ctx had left when it queued; 0: no deadline
 	values valuesOf      // the caller's ctx values (a trace span), for a lone call
 	cmd    *redis.Cmd
@@ -69,16 +70,25 @@ type AtOnce interface {
 // pipeline turn of its node was in use. It wraps ErrNotSent.
 var ErrBusy = fmt.Errorf("%w: every pipeline of the node is busy", ErrNotSent)
 
-// runCall is run for a prepared script call.
+// runCall is run for a script call built beforehand.
 func (p *pipeliner) runCall(ctx context.Context, sc scriptCall) *redis.Cmd {
 	return p.run(ctx, sc.script, sc.keys, sc.args...)
+}
+
+// runPrepared is run for a prepared call, which sends its argv as it is.
+func (p *pipeliner) runPrepared(ctx context.Context, pc preparedCall) *redis.Cmd {
+	return p.runQueued(ctx, &call{script: pc.script, keys: pc.keys, args: pc.args, argv: pc.argv, values: valuesOf{ctx}})
 }
 
 // run queues a script call and waits for its reply or for ctx to end. A call
 // whose ctx ends while still queued is never sent; one already sent may
 // still run on the node, as with any call whose reply is lost.
 func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, args ...any) *redis.Cmd {
-	c := &call{script: script, keys: keys, args: args, values: valuesOf{ctx}}
+	return p.runQueued(ctx, &call{script: script, keys: keys, args: args, values: valuesOf{ctx}})
+}
+
+// runQueued is run for the call c.
+func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 	if deadline, ok := ctx.Deadline(); ok {
 		c.budget = max(time.Until(deadline), time.Nanosecond)
 	}
@@ -258,7 +268,7 @@ func (p *pipeliner) send(batch []*call) {
 	defer cancel()
 	_, _ = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, c := range batch {
-			c.cmd = c.script.RunSHA(ctx, pipe, c.keys, c.args...)
+			c.cmd = c.runSHA(ctx, pipe)
 		}
 		return nil
 	})
@@ -276,8 +286,29 @@ func (p *pipeliner) send(batch []*call) {
 func (p *pipeliner) sendOne(c *call) {
 	ctx, cancel := context.WithDeadline(&c.values, time.Now().Add(max(p.timeout, c.budget)))
 	defer cancel()
-	c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
+	c.cmd = c.runSHA(ctx, p.rdb)
+	if lua.IsNoScript(c.cmd.Err()) {
+		c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
+	}
 	p.finish(c)
+}
+
+// runSHA sends c by SHA on to (a client, or a pipeline that queues it): its
+// prepared argv as it is, or its script, KEYS and ARGV.
+func (c *call) runSHA(ctx context.Context, to scripter) *redis.Cmd {
+	if c.argv == nil {
+		return c.script.RunSHA(ctx, to, c.keys, c.args...)
+	}
+	cmd := redis.NewCmd(ctx, c.argv...)
+	_ = to.Process(ctx, cmd)
+	return cmd
+}
+
+// scripter runs scripts, and commands built beforehand: go-redis clients
+// and pipelines do.
+type scripter interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // deadline is when a batch stops waiting for its replies: p.timeout after
