@@ -96,10 +96,40 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 	}
 
 	ok := 0
-	timer := getTimer()
-	defer putTimer(timer)
+	answered := func(i int) {
+		nc := &calls[i]
+		nc.answered, nc.stopped = true, true
+		if o := &nc.outcome; o.err != nil || !isAnswer(o.value, nil) || !isAgreement(o.value) {
+			return
+		}
+		nc.agreed = true
+		if ok++; ok == need {
+			var buf [8]bool // the usual node counts need no allocation
+			agreed := buf[:0]
+			for j := range calls {
+				agreed = append(agreed, calls[j].agreed)
+			}
+			for j := range calls {
+				if nc := &calls[j]; !nc.stopped {
+					nc.limit = minTime(nc.limit, start.Add(c.waits.typical(j, agreed)))
+				}
+			}
+		}
+	}
+	var timer *time.Timer // taken at the first wait that needs it
+	defer func() {
+		if timer != nil {
+			putTimer(timer)
+		}
+	}()
 collect:
 	for {
+		select {
+		case i := <-finished: // no timer needed for an answer already in
+			answered(i)
+			continue
+		default:
+		}
 		next, waiting := time.Time{}, false
 		for i := range calls {
 			nc := &calls[i]
@@ -116,27 +146,13 @@ collect:
 		if !waiting {
 			break
 		}
+		if timer == nil {
+			timer = getTimer()
+		}
 		timer.Reset(time.Until(next))
 		select {
 		case i := <-finished:
-			nc := &calls[i]
-			nc.answered, nc.stopped = true, true
-			if o := &nc.outcome; o.err != nil || !isAnswer(o.value, nil) || !isAgreement(o.value) {
-				continue
-			}
-			nc.agreed = true
-			if ok++; ok == need {
-				var buf [8]bool // the usual node counts need no allocation
-				agreed := buf[:0]
-				for j := range calls {
-					agreed = append(agreed, calls[j].agreed)
-				}
-				for j := range calls {
-					if nc := &calls[j]; !nc.stopped {
-						nc.limit = minTime(nc.limit, start.Add(c.waits.typical(j, agreed)))
-					}
-				}
-			}
+			answered(i)
 		case <-timer.C:
 			now := time.Now()
 			for i := range calls {
