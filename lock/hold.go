@@ -314,7 +314,8 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 // The caller holds h.mu.
 func (h *hold) op(count int64, lease time.Duration, n int64) reentrant.Op {
 	h.seq += n
-	op := h.base
+	op := h.base // its key and owner as of newHold: a lock type may set others since
+	op.Key, op.Owner, op.Mode = h.key, h.owner, h.kind.mode
 	op.Lease, op.Count, op.Seq = lease, count, h.seq-n+1
 	if h.kind.tune != nil {
 		tuned := op // apart, so that op stays off the heap for the kinds without tune
