@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
+	"github.com/relock-go/relock/internal/rtt"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -22,7 +24,7 @@ type reply[T any] struct {
 
 // outcome is the eventual result of one node call.
 type outcome[T any] struct {
-	done  chan struct{}
+	done  chan struct{} // closed once the call ended; set for a late call only
 	value T
 	err   error
 }
@@ -59,13 +61,13 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 	call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
 	n := len(c.nodes)
 	start := time.Now()
-	// One allocation for every node's state, and one for its outcome.
+	// One allocation for every node's state, its outcome and context
+	// included.
 	calls := make([]nodeCall[T], n)
-	outcomes := make([]outcome[T], n)
 	finished := make(chan int, n) // buffered: a late call never blocks
+	here := c.waits.callableHere(ctx, only)
 	for i, node := range c.nodes {
 		nc := &calls[i]
-		nc.outcome = &outcomes[i]
 		if only >= 0 && i != only {
 			nc.answered, nc.stopped = true, true
 			nc.outcome.err = errNotAsked
@@ -73,67 +75,93 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 		}
 		wait, token := c.waits.wait(i, kind, lease)
 		nc.limit = start.Add(wait)
-		callCtx, cancel := context.WithTimeout(ctx, wait)
-		nc.cancel = cancel
-		o := nc.outcome
-		o.done = make(chan struct{})
+		nc.ctx = nodeCtx{Context: ctx, deadline: nc.limit, running: true, atOnce: i == here}
+		nc.c, nc.i, nc.node, nc.call, nc.finished = c, i, node, call, finished
+		nc.start, nc.wait, nc.token = start, wait, token
 		c.inflight.Add(1)
-		c.workers.Go(func() {
-			defer c.inflight.Done()
-			o.value, o.err = call(callCtx, node)
-			c.waits.observe(i, token, wait, time.Since(start), isAnswer(o.value, o.err))
-			close(o.done)
-			finished <- i
-		})
+		if i != here {
+			c.workers.Run(nc)
+		}
+	}
+	if here >= 0 {
+		switch nc := &calls[here]; {
+		case !nc.runHere():
+			c.workers.Run(nc) // its node's pipelines were busy
+		case time.Now().After(nc.limit):
+			// Late, as it would have been on a worker: fanOutTo would have
+			// stopped waiting for it at its limit.
+			<-finished
+			nc.stopped = true
+		}
 	}
 
 	ok := 0
-	var timer *time.Timer // made at the first wait that needs it
+	answered := func(i int) {
+		nc := &calls[i]
+		nc.answered, nc.stopped = true, true
+		if o := &nc.outcome; o.err != nil || !isAnswer(o.value, nil) || !isAgreement(o.value) {
+			return
+		}
+		nc.agreed = true
+		if ok++; ok == need {
+			var buf [8]bool // the usual node counts need no allocation
+			agreed := buf[:0]
+			for j := range calls {
+				agreed = append(agreed, calls[j].agreed)
+			}
+			for j := range calls {
+				if nc := &calls[j]; !nc.stopped {
+					nc.limit = minTime(nc.limit, start.Add(c.waits.typical(j, agreed)))
+				}
+			}
+		}
+	}
+	var timer *time.Timer // taken at the first wait that needs it
 	defer func() {
 		if timer != nil {
-			timer.Stop()
+			putTimer(timer)
 		}
 	}()
 collect:
 	for {
-		next := time.Time{}
+		select {
+		case i := <-finished: // no timer needed for an answer already in
+			answered(i)
+			continue
+		default:
+		}
+		next, waiting := time.Time{}, false
 		for i := range calls {
-			if nc := &calls[i]; !nc.stopped && (next.IsZero() || nc.limit.Before(next)) {
-				next = nc.limit
+			nc := &calls[i]
+			if !nc.stopped {
+				waiting = true
+				next = earliest(next, nc.limit)
+			}
+			if !nc.answered && nc.ctx.running {
+				// Its context ends at its deadline even once the node is
+				// no longer waited for, as a context.WithTimeout would.
+				next = earliest(next, nc.ctx.deadline)
 			}
 		}
-		if next.IsZero() {
+		if !waiting {
 			break
 		}
 		if timer == nil {
-			timer = time.NewTimer(time.Until(next))
-		} else {
-			timer.Reset(time.Until(next))
+			timer = getTimer()
 		}
+		timer.Reset(time.Until(next))
 		select {
 		case i := <-finished:
-			nc := &calls[i]
-			nc.answered, nc.stopped = true, true
-			if o := nc.outcome; o.err != nil || !isAnswer(o.value, nil) || !isAgreement(o.value) {
-				continue
-			}
-			nc.agreed = true
-			if ok++; ok == need {
-				agreed := make([]bool, n)
-				for j := range calls {
-					agreed[j] = calls[j].agreed
-				}
-				for j := range calls {
-					if nc := &calls[j]; !nc.stopped {
-						nc.limit = minTime(nc.limit, start.Add(c.waits.typical(j, agreed)))
-					}
-				}
-			}
+			answered(i)
 		case <-timer.C:
 			now := time.Now()
 			for i := range calls {
-				if nc := &calls[i]; !nc.limit.After(now) {
+				nc := &calls[i]
+				if !nc.limit.After(now) {
 					nc.stopped = true
+				}
+				if nc.ctx.running && !nc.ctx.deadline.After(now) {
+					nc.endCtx(context.DeadlineExceeded)
 				}
 			}
 		case <-ctx.Done():
@@ -143,9 +171,13 @@ collect:
 	// Calls still queued are dropped; those on the wire still bring their
 	// answer back (the pipelines wait for it), to the estimate and to
 	// reply.late.
+	ended := ctx.Err()
+	if ended == nil {
+		ended = context.Canceled
+	}
 	for i := range calls {
-		if cancel := calls[i].cancel; cancel != nil {
-			cancel()
+		if nc := &calls[i]; nc.ctx.running {
+			nc.endCtx(ended)
 		}
 	}
 
@@ -155,7 +187,7 @@ collect:
 		r.node = i
 		switch {
 		case !nc.answered:
-			r.late = nc.outcome
+			r.late = nc.lateOutcome()
 			r.err = ErrNodeTimeout
 			if ctx.Err() != nil {
 				r.err = ctx.Err()
@@ -171,14 +203,186 @@ collect:
 	return replies
 }
 
-// nodeCall is one node's part of a fan-out, as fanOutTo follows it.
+// nodeCall is one node's part of a fan-out: the call a worker makes (Run),
+// and its state as fanOutTo follows it.
 type nodeCall[T any] struct {
-	outcome  *outcome[T]
-	cancel   context.CancelFunc // nil for a node not asked
-	limit    time.Time          // when fanOutTo stops waiting for the node
+	// The call, set before it starts.
+	c        *Client
+	i        int
+	node     *reentrant.Node
+	call     func(context.Context, *reentrant.Node) (T, error)
+	ctx      nodeCtx
+	finished chan<- int // receives i once outcome is set
+	start    time.Time
+	wait     time.Duration
+	token    rtt.Token
+
+	// outcome is set by Run, and read by fanOutTo once finished delivered
+	// i, or by a clean-up once outcome.done closed.
+	outcome outcome[T]
+	mu      sync.Mutex // guards ran, and outcome.done
+	ran     bool
+
+	// fanOutTo's own.
+	limit    time.Time // when fanOutTo stops waiting for the node
 	answered bool
 	agreed   bool // answered, and in favour of the operation
 	stopped  bool // answered, or no longer waited for
+}
+
+// Run makes the node call, on a worker goroutine.
+func (nc *nodeCall[T]) Run() {
+	nc.complete(nc.call(&nc.ctx, nc.node))
+}
+
+// runHere makes the node call on fanOutTo's own goroutine, sent at once or
+// not at all (see reentrant.AtOnce and nodeWaits.callableHere). It reports
+// false, having sent nothing, when the node's pipelines were all busy: the
+// call must then go to a worker.
+func (nc *nodeCall[T]) runHere() bool {
+	value, err := nc.call(&nc.ctx, nc.node)
+	if errors.Is(err, reentrant.ErrBusy) {
+		nc.ctx.atOnce = false
+		return false
+	}
+	nc.complete(value, err)
+	return true
+}
+
+// complete records the call's outcome and tells fanOutTo.
+func (nc *nodeCall[T]) complete(value T, err error) {
+	defer nc.c.inflight.Done()
+	o := &nc.outcome
+	o.value, o.err = value, err
+	nc.c.waits.observe(nc.i, nc.token, nc.wait, time.Since(nc.start), isAnswer(o.value, o.err))
+	nc.mu.Lock()
+	nc.ran = true
+	if o.done != nil {
+		close(o.done)
+	}
+	nc.mu.Unlock()
+	nc.finished <- nc.i
+}
+
+// endCtx ends the call's context with err.
+func (nc *nodeCall[T]) endCtx(err error) {
+	nc.ctx.running = false
+	nc.ctx.end(err)
+}
+
+// lateOutcome is the outcome of a call fanOutTo stopped waiting for; its
+// done channel closes when the call ends. The channel is made here, not for
+// every call: most calls are answered in time and never need one.
+func (nc *nodeCall[T]) lateOutcome() *outcome[T] {
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	if nc.ran {
+		nc.outcome.done = closedChan // it ended just now
+	} else {
+		nc.outcome.done = make(chan struct{})
+	}
+	return &nc.outcome
+}
+
+// nodeCtx is the context a node's call runs on within a fan-out: the
+// fan-out ctx's values, a deadline of the node's own, and done when
+// fanOutTo ends it (at that deadline, when the fan-out ctx ends, or when the
+// fan-out returns). It does the work of a context.WithTimeout per node call
+// without a timer or an allocation of its own (fanOutTo's loop already wakes
+// at each node's deadline), and makes its channel only for a call that
+// waits on it.
+type nodeCtx struct {
+	context.Context // the fan-out's ctx, for its values and its deadline
+	deadline        time.Time
+	running         bool // not ended by fanOutTo yet; fanOutTo's own
+	// atOnce: the call runs on fanOutTo's goroutine, whose loop cannot end
+	// the context meanwhile, so a timer does if the call waits on Done.
+	atOnce bool
+
+	mu    sync.Mutex
+	done  chan struct{}
+	err   error
+	timer *time.Timer // see atOnce
+}
+
+// Deadline is the node's deadline, or the fan-out ctx's when earlier.
+func (x *nodeCtx) Deadline() (time.Time, bool) {
+	if d, ok := x.Context.Deadline(); ok && d.Before(x.deadline) {
+		return d, true
+	}
+	return x.deadline, true
+}
+
+// Done returns a channel closed once the context ends.
+func (x *nodeCtx) Done() <-chan struct{} {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.done == nil {
+		x.done = make(chan struct{})
+		switch {
+		case x.err != nil:
+			close(x.done)
+		case x.atOnce:
+			x.timer = time.AfterFunc(time.Until(x.deadline), func() { x.end(context.DeadlineExceeded) })
+		}
+	}
+	return x.done
+}
+
+// Err is nil until the context ends, then why it ended.
+func (x *nodeCtx) Err() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.err
+}
+
+// SendAtOnce tells the Node to send the call at once or not at all (see
+// reentrant.AtOnce): set when the call runs on fanOutTo's goroutine.
+func (x *nodeCtx) SendAtOnce() bool { return x.atOnce }
+
+// end ends the context with err, unless it has ended already.
+func (x *nodeCtx) end(err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err != nil {
+		return
+	}
+	x.err = err
+	if x.done != nil {
+		close(x.done)
+	}
+	if x.timer != nil {
+		x.timer.Stop()
+	}
+}
+
+// timers keeps stopped timers for fanOutTo's waits: a fan-out would
+// otherwise make one each time.
+var timers sync.Pool
+
+// getTimer returns a stopped timer from timers, or a new one.
+func getTimer() *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		return t
+	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
+// putTimer stops t and gives it back to timers. (Since Go 1.23 a stopped
+// timer's channel holds no stale tick, so its next user cannot see one.)
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
+// earliest is the earlier of a and b, where a zero a means none yet.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -193,16 +397,23 @@ func minTime(a, b time.Time) time.Time {
 // context.DeadlineExceeded, which belongs to the caller's ctx) or the
 // client's socket timeout (kept as the cause).
 func asNodeTimeout(err error) error {
-	var netErr net.Error
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):
 		return ErrNodeTimeout
-	case errors.As(err, &netErr) && netErr.Timeout():
+	case isNetTimeout(err):
 		return fmt.Errorf("%w: %w", ErrNodeTimeout, err)
 	}
 	return err
+}
+
+// isNetTimeout reports whether err is a network timeout. (Apart from
+// asNodeTimeout so that an answer without an error allocates no net.Error
+// for errors.As.)
+func isNetTimeout(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // failures lists the nodes whose answer carries an error, for a QuorumError.

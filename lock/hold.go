@@ -27,6 +27,7 @@ type hold struct {
 	key     reentrant.Key
 	keyErr  error // a bad name: every operation returns it
 	owner   string
+	base    reentrant.Op // key, owner and mode, prepared (reentrant.Op.Prepare): op copies it
 	kind    holdKind
 	holdCtx context.Context // when it ends, a held lock is released
 	fencing TokenMode       // 0: no fencing tokens
@@ -121,7 +122,11 @@ func contends(mode reentrant.Mode) bool { return mode == reentrant.Exclusive }
 // A bad name is kept as keyErr, which every operation returns.
 func (c *Client) newHold(name, owner string, kind holdKind) hold {
 	key, err := reentrant.NewKey(c.opts.KeyPrefix, name)
-	return hold{c: c, key: key, keyErr: err, owner: owner, kind: kind, lost: closedChan}
+	base := reentrant.Op{Key: key, Owner: owner, Lease: c.opts.Lease, Mode: kind.mode}
+	if err == nil {
+		base = base.Prepare()
+	}
+	return hold{c: c, key: key, keyErr: err, owner: owner, base: base, kind: kind, lost: closedChan}
 }
 
 func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool) (acquired bool, err error) {
@@ -321,9 +326,13 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 // The caller holds h.mu.
 func (h *hold) op(count int64, lease time.Duration, n int64) reentrant.Op {
 	h.seq += n
-	op := reentrant.Op{Key: h.key, Owner: h.owner, Lease: lease, Count: count, Seq: h.seq - n + 1, Mode: h.kind.mode}
+	op := h.base // its key and owner as of newHold: a lock type may set others since
+	op.Key, op.Owner, op.Mode = h.key, h.owner, h.kind.mode
+	op.Lease, op.Count, op.Seq = lease, count, h.seq-n+1
 	if h.kind.tune != nil {
-		h.kind.tune(&op)
+		tuned := op // apart, so that op stays off the heap for the kinds without tune
+		h.kind.tune(&tuned)
+		return tuned
 	}
 	return op
 }

@@ -193,3 +193,78 @@ type serverError string
 
 func (e serverError) Error() string { return string(e) }
 func (serverError) RedisError()     {}
+
+func TestCallableHereNeedsOneBoundedNodeAndAnEndlessContext(t *testing.T) {
+	bounded := func(o *redis.Options) *redis.Options {
+		o.ContextTimeoutEnabled = true
+		return o
+	}
+	one := func(o *redis.Options) *nodeWaits {
+		rdb := redis.NewClient(o)
+		t.Cleanup(func() { _ = rdb.Close() })
+		return newNodeWaits(Options{Nodes: []redis.UniversalClient{rdb}})
+	}
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	endless := context.WithoutCancel(cancellable)
+
+	w := one(bounded(&redis.Options{Addr: "127.0.0.1:1"}))
+	if got := w.callableHere(endless, -1); got != 0 {
+		t.Fatalf("one bounded node, endless ctx: %d; want 0", got)
+	}
+	if got := w.callableHere(cancellable, -1); got != -1 {
+		t.Fatalf("a ctx that can end: %d; want -1 (a worker, so the wait can end with it)", got)
+	}
+	if got := one(&redis.Options{Addr: "127.0.0.1:1"}).callableHere(endless, -1); got != -1 {
+		t.Fatalf("a client that ignores ctx deadlines: %d; want -1", got)
+	}
+	if got := one(bounded(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: -2})).callableHere(endless, -1); got != -1 {
+		t.Fatalf("a client without read deadlines: %d; want -1", got)
+	}
+
+	three := waitsFor(t, Options{}, 3)
+	for i := range three.bounded {
+		three.bounded[i] = true
+	}
+	if got := three.callableHere(endless, -1); got != -1 {
+		t.Fatalf("a fan-out to 3 nodes: %d; want -1", got)
+	}
+	if got := three.callableHere(endless, 2); got != 2 {
+		t.Fatalf("a probe of node 2 alone: %d; want 2", got)
+	}
+}
+
+func TestNodeCtxEndsWhenToldOrAtItsDeadline(t *testing.T) {
+	type key struct{}
+	parent := context.WithValue(context.Background(), key{}, "span")
+	x := &nodeCtx{Context: parent, deadline: time.Now().Add(time.Hour)}
+	if x.Value(key{}) != "span" || x.Err() != nil {
+		t.Fatalf("value %v, err %v; want the parent's value and no error", x.Value(key{}), x.Err())
+	}
+	if d, ok := x.Deadline(); !ok || !d.Equal(x.deadline) {
+		t.Fatalf("deadline %v %v; want its own", d, ok)
+	}
+	done := x.Done()
+	x.end(context.Canceled)
+	x.end(context.DeadlineExceeded) // the first reason stays
+	select {
+	case <-done:
+	default:
+		t.Fatal("Done not closed after end")
+	}
+	if !errors.Is(x.Err(), context.Canceled) {
+		t.Fatalf("err %v; want context.Canceled", x.Err())
+	}
+
+	// A call made on the fan-out's goroutine: nothing else ends it, so a
+	// wait on Done ends at the deadline.
+	here := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(20 * time.Millisecond), atOnce: true}
+	select {
+	case <-here.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("an at-once call's ctx did not end at its deadline")
+	}
+	if !errors.Is(here.Err(), context.DeadlineExceeded) {
+		t.Fatalf("err %v; want context.DeadlineExceeded", here.Err())
+	}
+}

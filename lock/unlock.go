@@ -38,7 +38,10 @@ func (h *hold) unlock(ctx context.Context) error {
 		return err // Close released every hold already
 	}
 	defer h.c.end()
-	return h.release(context.WithoutCancel(ctx), false)
+	if ctx.Done() != nil { // a ctx without Done has nothing to take off
+		ctx = context.WithoutCancel(ctx)
+	}
+	return h.release(ctx, false)
 }
 
 // releaseAll releases every hold at once: the hold context ended, or the

@@ -159,3 +159,82 @@ func runPipelined(ctx context.Context, rdb redis.UniversalClient, calls []script
 	}
 	return cmds
 }
+
+// prepared is what the copies of a prepared Op share (see Op.Prepare): its
+// scripts' KEYS, and the start of their argv as go-redis sends it,
+// {"evalsha", SHA, number of keys, KEYS..., owner}, every value already in
+// an interface (go-redis would box each again, an allocation per key per
+// call).
+type prepared struct {
+	key                      Key    // the Op it was built for: a copy with another is not its
+	owner                    string // own
+	lease                    int64  // the Op's lease in ms, and boxed
+	leaseArg                 any
+	acquireKeys, releaseKeys []string
+	acquireArgv, releaseArgv []any
+}
+
+func prepare(op Op) *prepared {
+	p := &prepared{key: op.Key, owner: op.Owner, lease: op.Lease.Milliseconds(), leaseArg: op.Lease.Milliseconds(),
+		acquireKeys: acquireKeys(op), releaseKeys: releaseKeys(op)}
+	p.acquireArgv = argvStart(lua.Acquire, p.acquireKeys, op.Owner)
+	p.releaseArgv = argvStart(lua.Release, p.releaseKeys, op.Owner)
+	return p
+}
+
+// argvStart is {"evalsha", SHA, len(keys), keys..., owner}, boxed.
+func argvStart(s *lua.Script, keys []string, owner string) []any {
+	argv := []any{"evalsha", s.SHA(), len(keys)}
+	for _, k := range keys {
+		argv = append(argv, k)
+	}
+	return append(argv, owner)
+}
+
+// fits reports whether p was prepared for op's lock, owner and mode.
+func (p *prepared) fits(op Op) bool {
+	return p != nil && op.Mode == Exclusive && op.Key == p.key && op.Owner == p.owner
+}
+
+// leaseArgOf is op's lease in ms as a script argument.
+func (p *prepared) leaseArgOf(op Op) any {
+	if ms := op.Lease.Milliseconds(); ms != p.lease {
+		return ms
+	}
+	return p.leaseArg
+}
+
+// acquireCall is op.acquireCall, from p: the same script, KEYS and ARGV.
+func (p *prepared) acquireCall(op Op) preparedCall {
+	argv := make([]any, len(p.acquireArgv), len(p.acquireArgv)+7)
+	copy(argv, p.acquireArgv)
+	argv = append(argv, p.leaseArgOf(op), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, flag(op.Fair))
+	return preparedCall{scriptCall{lua.Acquire, p.acquireKeys, argv[3+len(p.acquireKeys):]}, argv}
+}
+
+// releaseCall is op.releaseCall, from p.
+func (p *prepared) releaseCall(op Op, releaseID string) preparedCall {
+	argv := make([]any, len(p.releaseArgv), len(p.releaseArgv)+5)
+	copy(argv, p.releaseArgv)
+	argv = append(argv, p.leaseArgOf(op), op.Count, op.Seq, releaseID, wakeArg(op.Wake))
+	return preparedCall{scriptCall{lua.Release, p.releaseKeys, argv[3+len(p.releaseKeys):]}, argv}
+}
+
+// wakeArgs are the Wakes' luaFlag, boxed once.
+var wakeArgs = [...]any{WakeAny: WakeAny.luaFlag(), WakeQueue: WakeQueue.luaFlag(), WakeKeepers: WakeKeepers.luaFlag(), WakeFair: WakeFair.luaFlag()}
+
+// wakeArg is w's luaFlag as a script argument.
+func wakeArg(w Wake) any {
+	if w >= 0 && int(w) < len(wakeArgs) {
+		return wakeArgs[w]
+	}
+	return w.luaFlag()
+}
+
+// preparedCall is a script call with its whole EVALSHA argv built: the
+// call sends argv as it is, and only a node that lost the script (NOSCRIPT)
+// gets the script's source with KEYS and ARGV.
+type preparedCall struct {
+	scriptCall
+	argv []any
+}

@@ -135,6 +135,25 @@ type Op struct {
 	// need: its releases ask waiters to retry once that many nodes' copies
 	// are in (pubsub's "ID *Q" message), not a majority's.
 	Quorum int
+
+	// prepared, set by Prepare, holds the parts of op's script calls that
+	// its copies share.
+	prepared *prepared
+}
+
+// Prepare returns op with the parts of its acquire and release script
+// calls that do not change from one operation of its owner on its lock to
+// the next (the keys, the owner, the scripts' SHAs, and op.Lease) built
+// once: a copy of it, whatever its count, sequence number, lease and flags,
+// sends them without building or boxing them again. A handle prepares one
+// Op and copies it for each call. A copy whose Key, Owner or Mode differs
+// from op's is sent as an unprepared Op is. Only Exclusive Ops are
+// prepared (the others are sent as before).
+func (op Op) Prepare() Op {
+	if op.Mode == Exclusive {
+		op.prepared = prepare(op)
+	}
+	return op
 }
 
 // Wake is how a release that frees a lock announces it on the lock's
@@ -234,7 +253,13 @@ func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
 	if err := op.check(1); err != nil {
 		return Acquisition{}, err
 	}
-	reply, err := n.calls.runCall(ctx, op.acquireCall()).Int64Slice()
+	var cmd *redis.Cmd
+	if p := op.prepared; p.fits(op) {
+		cmd = n.calls.runPrepared(ctx, p.acquireCall(op))
+	} else {
+		cmd = n.calls.runCall(ctx, op.acquireCall())
+	}
+	reply, err := cmd.Int64Slice()
 	if err != nil {
 		return Acquisition{}, n.opError(op, err)
 	}
@@ -274,7 +299,13 @@ func (n *Node) Release(ctx context.Context, op Op, releaseID string) (ReleaseRes
 	if err := op.check(0); err != nil {
 		return NotHeld, err
 	}
-	r, err := n.calls.runCall(ctx, op.releaseCall(releaseID)).Int64()
+	var cmd *redis.Cmd
+	if p := op.prepared; p.fits(op) {
+		cmd = n.calls.runPrepared(ctx, p.releaseCall(op, releaseID))
+	} else {
+		cmd = n.calls.runCall(ctx, op.releaseCall(releaseID))
+	}
+	r, err := cmd.Int64()
 	if err != nil {
 		return NotHeld, n.opError(op, err)
 	}

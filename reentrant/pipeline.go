@@ -29,7 +29,8 @@ type pipeliner struct {
 
 	mu    sync.Mutex
 	queue []*call
-	turns int // turns in use: sending, or handed to a queued caller
+	spare []*call // an empty array for the next queue, or nil
+	turns int     // turns in use: sending, or handed to a queued caller
 }
 
 // call is one script call waiting for its pipeline.
@@ -37,57 +38,166 @@ type call struct {
 	script *lua.Script
 	keys   []string
 	args   []any
+	argv   []any         // a prepared call's whole EVALSHA argv (see preparedCall), or nil
 	budget time.Duration // the time the caller's ctx had left when it queued; 0: no deadline
 	values valuesOf      // the caller's ctx values (a trace span), for a lone call
 	cmd    *redis.Cmd
-	done   chan struct{} // closed once cmd holds the reply
-	turn   chan struct{} // receives this caller's turn to send (buffer 1)
-	given  bool          // a turn was put in turn; guarded by pipeliner.mu
+
+	// Guarded by pipeliner.mu. The channels are made only when needed: a
+	// caller that finds a free turn sends its own call and waits on none.
+	sent  bool          // cmd holds the reply
+	done  chan struct{} // closed once sent, for a caller that waits for it
+	turn  chan struct{} // receives this caller's turn to send (buffer 1); nil when it had one at once
+	given bool          // a turn was given to this caller
 }
 
-// runCall is run for a prepared script call.
+// AtOnce is implemented by a context that asks each Node call made with it
+// to be sent at once, alone, on a free pipeline turn of the node, or not at
+// all: when every turn is in use the call fails at once with ErrBusy,
+// having sent nothing. Such a call never waits behind other calls, nor
+// shares their round trip, so it ends by its own deadline (as the go-redis
+// client bounds it, if it does). A caller that waits for the call on its
+// own goroutine uses it to make the call there only when that is as quick
+// as handing it to another.
+type AtOnce interface {
+	context.Context
+	// SendAtOnce reports whether calls made with the context are sent at
+	// once or not at all.
+	SendAtOnce() bool
+}
+
+// ErrBusy is the error of a call made with an AtOnce context when every
+// pipeline turn of its node was in use. It wraps ErrNotSent.
+var ErrBusy = fmt.Errorf("%w: every pipeline of the node is busy", ErrNotSent)
+
+// runCall is run for a script call built beforehand.
 func (p *pipeliner) runCall(ctx context.Context, sc scriptCall) *redis.Cmd {
 	return p.run(ctx, sc.script, sc.keys, sc.args...)
+}
+
+// runPrepared is run for a prepared call, which sends its argv as it is.
+func (p *pipeliner) runPrepared(ctx context.Context, pc preparedCall) *redis.Cmd {
+	return p.runQueued(ctx, &call{script: pc.script, keys: pc.keys, args: pc.args, argv: pc.argv, values: valuesOf{ctx}})
 }
 
 // run queues a script call and waits for its reply or for ctx to end. A call
 // whose ctx ends while still queued is never sent; one already sent may
 // still run on the node, as with any call whose reply is lost.
 func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, args ...any) *redis.Cmd {
-	c := &call{script: script, keys: keys, args: args, values: valuesOf{ctx}, done: make(chan struct{}), turn: make(chan struct{}, 1)}
+	return p.runQueued(ctx, &call{script: script, keys: keys, args: args, values: valuesOf{ctx}})
+}
+
+// runQueued is run for the call c.
+func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 	if deadline, ok := ctx.Deadline(); ok {
 		c.budget = max(time.Until(deadline), time.Nanosecond)
 	}
+	if a, ok := ctx.(AtOnce); ok && a.SendAtOnce() {
+		return p.runAlone(ctx, c)
+	}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
-	if p.turns < maxPipelines {
+	own := p.turns < maxPipelines
+	if own {
+		// A free turn: this caller sends at once, itself.
 		p.turns++
-		p.give(c)
+		c.given = true
+	} else {
+		c.turn = make(chan struct{}, 1)
 	}
 	p.mu.Unlock()
 
+	if own {
+		if ctx.Err() != nil {
+			return p.giveUp(ctx, c, true)
+		}
+		p.sendQueued() // c with it, unless another turn's batch took c first
+	}
+	done := p.doneOf(c)
+	if done == nil {
+		return c.cmd
+	}
 	for {
 		select {
 		case <-c.turn:
 			p.sendQueued()
-		case <-c.done:
+		case <-done:
 			p.passTurnIfHeld(c)
 			return c.cmd
 		case <-ctx.Done():
-			withdrawn := p.withdraw(c)
-			p.passTurnIfHeld(c)
-			if withdrawn {
-				cmd := redis.NewCmd(ctx)
-				cmd.SetErr(fmt.Errorf("%w: %w", ErrNotSent, ctx.Err()))
-				return cmd
-			}
-			<-c.done // on the wire already: the reply comes by the batch's deadline
-			return c.cmd
+			return p.giveUp(ctx, c, false)
 		}
 	}
 }
 
+// runAlone sends c at once, alone, on a free turn, or fails it with
+// ErrBusy when there is none.
+func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
+	p.mu.Lock()
+	if p.turns >= maxPipelines {
+		p.mu.Unlock()
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(ErrBusy)
+		return cmd
+	}
+	p.turns++
+	c.given = true
+	p.mu.Unlock()
+	p.sendOne(c)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.passTurn()
+	return c.cmd
+}
+
+// giveUp ends the wait of a call whose ctx ended: a call still queued is
+// withdrawn and never sent; one on the wire is waited for (its reply comes
+// by the batch's deadline). held says that the caller holds a turn it has
+// not used yet.
+func (p *pipeliner) giveUp(ctx context.Context, c *call, held bool) *redis.Cmd {
+	withdrawn := p.withdraw(c)
+	if held {
+		p.sendQueued() // the turn serves the others queued, or is given back
+	} else {
+		p.passTurnIfHeld(c)
+	}
+	if withdrawn {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(fmt.Errorf("%w: %w", ErrNotSent, ctx.Err()))
+		return cmd
+	}
+	if done := p.doneOf(c); done != nil {
+		<-done
+	}
+	return c.cmd
+}
+
+// doneOf returns the channel closed once c is sent, or nil when it is sent
+// already.
+func (p *pipeliner) doneOf(c *call) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.sent {
+		return nil
+	}
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	return c.done
+}
+
+// finish records that c.cmd holds c's reply.
+func (p *pipeliner) finish(c *call) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.sent = true
+	if c.done != nil {
+		close(c.done)
+	}
+}
+
 // passTurnIfHeld uses a turn handed to c after c stopped waiting for one.
+// (c.turn is nil when c had a turn at once: nothing to receive.)
 func (p *pipeliner) passTurnIfHeld(c *call) {
 	select {
 	case <-c.turn:
@@ -100,13 +210,24 @@ func (p *pipeliner) passTurnIfHeld(c *call) {
 func (p *pipeliner) sendQueued() {
 	p.mu.Lock()
 	batch := p.queue
-	p.queue = nil
+	p.queue, p.spare = p.spare, nil
 	p.mu.Unlock()
 	if len(batch) > 0 {
 		p.send(batch)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.spare == nil {
+		// The next queue grows in this array rather than in a new one.
+		clear(batch)
+		p.spare = batch[:0]
+	}
+	p.passTurn()
+}
+
+// passTurn hands a turn that has sent its batch to the oldest queued caller
+// without one, or gives it back. The caller holds p.mu.
+func (p *pipeliner) passTurn() {
 	for _, next := range p.queue {
 		if !next.given {
 			p.give(next)
@@ -138,23 +259,16 @@ func (p *pipeliner) withdraw(c *call) bool {
 // send runs one batch: one round trip, plus a second one with the full
 // source for the calls a node answered NOSCRIPT to.
 func (p *pipeliner) send(batch []*call) {
-	// A lone call keeps its caller's values, so go-redis hooks (redisotel)
-	// see the caller's trace span; a shared trip belongs to no one caller.
-	var parent context.Context = context.Background()
 	if len(batch) == 1 {
-		parent = &batch[0].values
-	}
-	ctx, cancel := context.WithDeadline(parent, p.deadline(batch))
-	defer cancel()
-	if len(batch) == 1 {
-		c := batch[0]
-		c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
-		close(c.done)
+		p.sendOne(batch[0])
 		return
 	}
+	// A shared trip belongs to no one caller: no caller's values.
+	ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
+	defer cancel()
 	_, _ = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, c := range batch {
-			c.cmd = c.script.RunSHA(ctx, pipe, c.keys, c.args...)
+			c.cmd = c.runSHA(ctx, pipe)
 		}
 		return nil
 	})
@@ -162,8 +276,39 @@ func (p *pipeliner) send(batch []*call) {
 		if lua.IsNoScript(c.cmd.Err()) {
 			c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
 		}
-		close(c.done)
+		p.finish(c)
 	}
+}
+
+// sendOne runs a lone call, with the deadline a batch of it alone would
+// have (see deadline). It keeps its caller's values, so go-redis hooks
+// (redisotel) see the caller's trace span.
+func (p *pipeliner) sendOne(c *call) {
+	ctx, cancel := context.WithDeadline(&c.values, time.Now().Add(max(p.timeout, c.budget)))
+	defer cancel()
+	c.cmd = c.runSHA(ctx, p.rdb)
+	if lua.IsNoScript(c.cmd.Err()) {
+		c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
+	}
+	p.finish(c)
+}
+
+// runSHA sends c by SHA on to (a client, or a pipeline that queues it): its
+// prepared argv as it is, or its script, KEYS and ARGV.
+func (c *call) runSHA(ctx context.Context, to scripter) *redis.Cmd {
+	if c.argv == nil {
+		return c.script.RunSHA(ctx, to, c.keys, c.args...)
+	}
+	cmd := redis.NewCmd(ctx, c.argv...)
+	_ = to.Process(ctx, cmd)
+	return cmd
+}
+
+// scripter runs scripts, and commands built beforehand: go-redis clients
+// and pipelines do.
+type scripter interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // deadline is when a batch stops waiting for its replies: p.timeout after

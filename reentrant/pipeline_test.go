@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -26,5 +27,48 @@ func TestValuesOfKeepsValuesNotCancellation(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { c.values = valuesOf{caller} }); n != 0 {
 		t.Fatalf("%v allocations to keep the caller's values; want 0", n)
+	}
+}
+
+// A prepared Op's calls send what its unprepared copy would: the same
+// script, KEYS and ARGV, as the EVALSHA argv go-redis would build.
+func TestPreparedCallsSendWhatUnpreparedOnesDo(t *testing.T) {
+	key, err := NewKey("", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Op{Key: key, Owner: "c:o", Lease: 30 * time.Second}.Prepare()
+	for _, lease := range []time.Duration{30 * time.Second, 1500 * time.Millisecond} {
+		for _, wake := range []Wake{WakeAny, WakeQueue, WakeKeepers, WakeFair} {
+			op := base
+			op.Lease, op.Count, op.Seq, op.Reentry, op.Ticket, op.Fair, op.Wake = lease, 2, 1000, true, 7, true, wake
+			if !op.prepared.fits(op) {
+				t.Fatal("a copy of a prepared Op does not fit it")
+			}
+			checkPrepared(t, "acquire", op.prepared.acquireCall(op), op.acquireCall())
+			checkPrepared(t, "release", op.prepared.releaseCall(op, "id"), op.releaseCall("id"))
+		}
+	}
+	other := base
+	other.Owner = "c:other"
+	if base.prepared.fits(other) {
+		t.Fatal("a copy with another owner fits the prepared Op")
+	}
+	if p := (Op{Key: key, Owner: "c:o", Lease: time.Second, Mode: Read}).Prepare().prepared; p != nil {
+		t.Fatal("a Read Op was prepared")
+	}
+}
+
+func checkPrepared(t *testing.T, what string, got preparedCall, want scriptCall) {
+	t.Helper()
+	if got.script != want.script || !slices.Equal(got.keys, want.keys) || !slices.Equal(got.args, want.args) {
+		t.Fatalf("%s: prepared %v %v %v; want %v %v %v", what, got.script.Name(), got.keys, got.args, want.script.Name(), want.keys, want.args)
+	}
+	argv := []any{"evalsha", want.script.SHA(), len(want.keys)}
+	for _, k := range want.keys {
+		argv = append(argv, k)
+	}
+	if argv = append(argv, want.args...); !slices.Equal(got.argv, argv) {
+		t.Fatalf("%s: argv %v; want %v", what, got.argv, argv)
 	}
 }

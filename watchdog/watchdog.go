@@ -57,6 +57,11 @@ type Watchdog struct {
 	queue  dueQueue            // entries that get renewed, by due time
 	all    map[*Entry]struct{} // every live entry, renewed or only watched
 	closed bool
+	// sleepsTill is when the loop, asleep, wakes by itself; zero while it
+	// is awake (it reads the queue again before it sleeps). Watch wakes it
+	// only for an entry due sooner: waking it for every new hold would
+	// cost a goroutine switch per Lock.
+	sleepsTill time.Time
 
 	wake   chan struct{} // a new entry may be due sooner than the loop sleeps
 	ctx    context.Context
@@ -111,7 +116,9 @@ func (w *Watchdog) Watch(value any, every time.Duration, validUntil time.Time, o
 	if every > 0 {
 		e.due = time.Now().Add(every)
 		heap.Push(&w.queue, e)
-		w.poke()
+		if !w.sleepsTill.IsZero() && e.due.Before(w.sleepsTill) {
+			w.poke()
+		}
 	}
 	return e
 }
@@ -182,7 +189,7 @@ func (w *Watchdog) takeDue(now time.Time) ([]*Entry, time.Duration) {
 		e := w.queue[0]
 		if e.due.After(now.Add(e.every / 4)) {
 			if len(batch) == 0 {
-				return nil, e.due.Sub(now)
+				return nil, w.sleepFor(now, e.due.Sub(now))
 			}
 			break
 		}
@@ -190,9 +197,17 @@ func (w *Watchdog) takeDue(now time.Time) ([]*Entry, time.Duration) {
 		batch = append(batch, e)
 	}
 	if len(batch) == 0 {
-		return nil, time.Hour
+		return nil, w.sleepFor(now, time.Hour)
 	}
+	w.sleepsTill = time.Time{}
 	return batch, 0
+}
+
+// sleepFor records that the loop sleeps for d from now, and returns d. The
+// caller holds w.mu.
+func (w *Watchdog) sleepFor(now time.Time, d time.Duration) time.Duration {
+	w.sleepsTill = now.Add(d)
+	return d
 }
 
 func (w *Watchdog) renewBatch(batch []*Entry) {

@@ -13,13 +13,23 @@ import (
 	"time"
 )
 
-// Pool runs functions on parked goroutines, starting a new one when none is
-// parked. A goroutine parks for up to its idle time after each function and
+// Task is work for a Pool: Run is called once, on one of its goroutines.
+// A pointer to a struct that already exists makes a Task without an
+// allocation, where a closure capturing the same state would need one.
+type Task interface{ Run() }
+
+// taskFunc is a plain function as a Task.
+type taskFunc func()
+
+func (f taskFunc) Run() { f() }
+
+// Pool runs tasks on parked goroutines, starting a new one when none is
+// parked. A goroutine parks for up to its idle time after each task and
 // then exits, so a burst leaves nothing behind for long. The zero Pool is
 // not usable; make one with New. A Pool is safe for concurrent use.
 type Pool struct {
 	idle  time.Duration
-	tasks chan func() // unbuffered: a send succeeds only into a parked goroutine
+	tasks chan Task // unbuffered: a send succeeds only into a parked goroutine
 	quit  chan struct{}
 
 	mu      sync.Mutex
@@ -29,41 +39,44 @@ type Pool struct {
 
 // New returns a Pool whose goroutines park for idle between functions.
 func New(idle time.Duration) *Pool {
-	return &Pool{idle: idle, tasks: make(chan func()), quit: make(chan struct{})}
+	return &Pool{idle: idle, tasks: make(chan Task), quit: make(chan struct{})}
 }
 
 // Go runs f on a parked goroutine, or on a new one when none is parked.
 // It never blocks. After Close, f runs on a goroutine of its own that
 // exits with it.
-func (p *Pool) Go(f func()) {
+func (p *Pool) Go(f func()) { p.Run(taskFunc(f)) }
+
+// Run is Go for a Task: t.Run() runs on a parked goroutine, or on a new one.
+func (p *Pool) Run(t Task) {
 	select {
-	case p.tasks <- f:
+	case p.tasks <- t:
 		return
 	default:
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		go f()
+		go t.Run()
 		return
 	}
 	p.running.Add(1)
 	p.mu.Unlock()
-	go p.work(f)
+	go p.work(t)
 }
 
-// work runs f, then whatever it is handed while parked, until it has been
+// work runs t, then whatever it is handed while parked, until it has been
 // idle for p.idle or the Pool closes.
-func (p *Pool) work(f func()) {
+func (p *Pool) work(t Task) {
 	defer p.running.Done()
 	idle := time.NewTimer(p.idle) // one timer for the goroutine's whole life
 	defer idle.Stop()
 	for {
-		f()
-		f = nil // let it be collected while parked
+		t.Run()
+		t = nil // let it be collected while parked
 		idle.Reset(p.idle)
 		select {
-		case f = <-p.tasks:
+		case t = <-p.tasks:
 		case <-idle.C:
 			return
 		case <-p.quit:

@@ -36,7 +36,7 @@ func TestPoolReusesParkedGoroutine(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		select {
-		case p.tasks <- func() {}:
+		case p.tasks <- taskFunc(func() {}):
 			return // a parked goroutine took it
 		default:
 		}
