@@ -50,7 +50,7 @@ run() {
 fail=0
 run delayed dfs
 if grep -q "assertion violated" delayed.out || ! grep -q "errors: 0" delayed.out; then
-	echo "FAIL: the delayed-restart configuration has errors"
+	echo "FAIL: the delayed-restart configuration did not report 0 errors"
 	spin -t relock.pml | grep MSC || true
 	fail=1
 fi
