@@ -312,12 +312,9 @@ func (w *cleaner) flush() func() {
 }
 
 // releaseChange is the change that sends op's release to this cleaner's
-// node, announced as the contention rules ask of that node; a copy for
-// keepers says it comes from a clean-up, which no hand-off follows.
+// node, announced as the contention rules ask of that node: no hand-off
+// follows a clean-up.
 func (w *cleaner) releaseChange(op reentrant.Op) *reentrant.Change {
-	op.Wake = w.c.wakeOn(w.node, op)
-	if op.Wake == reentrant.WakeKeepers {
-		op.Wake = reentrant.WakeCleanup
-	}
+	op.Wake = w.c.wakeOn(w.node, op, false)
 	return &reentrant.Change{Op: op, Release: true, ReleaseID: releaseID(op)}
 }

@@ -74,25 +74,32 @@ import (
 // wakeOn is how the release op that frees its lock on node announces it:
 // a hand-off from the tie-breaker, a copy for keepers from the others (see
 // 4 above), or, with the contention rules off (or a hold of a mode they do
-// not apply to, see contends), a copy for any waiter.
-func (c *Client) wakeOn(node int, op reentrant.Op) reentrant.Wake {
+// not apply to, see contends), a copy for any waiter. handOff says the
+// tie-breaker's release of the same op hands the lock off: an Unlock of a
+// hold that took the tie-breaker. Without it (a clean-up, or a hold that
+// never had the tie-breaker) the copies for keepers say so, and no process
+// wakes a waiter of its own for want of a hand-off.
+func (c *Client) wakeOn(node int, op reentrant.Op, handOff bool) reentrant.Wake {
 	atTie := node == c.tieBreaker(op.Key)
 	switch {
 	case op.Fair && atTie:
 		return reentrant.WakeFair
 	case op.Fair:
-		return reentrant.WakeKeepers
+		// A fair lock's other nodes wake keepers, whatever the switches.
 	case c.splitVotes || c.noQueue || !contends(op.Mode):
 		return reentrant.WakeAny
 	case atTie:
 		return reentrant.WakeQueue
 	}
+	if !handOff {
+		return reentrant.WakeCleanup
+	}
 	return reentrant.WakeKeepers
 }
 
 // wakeAt is wakeOn for the node n.
-func (c *Client) wakeAt(n *reentrant.Node, op reentrant.Op) reentrant.Wake {
-	return c.wakeOn(slices.Index(c.nodes, n), op)
+func (c *Client) wakeAt(n *reentrant.Node, op reentrant.Op, handOff bool) reentrant.Wake {
+	return c.wakeOn(slices.Index(c.nodes, n), op, handOff)
 }
 
 // tieBreaker returns the index of key's tie-breaker node.

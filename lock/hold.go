@@ -49,7 +49,7 @@ type hold struct {
 	token      int64       // the hold's fencing token
 	// tieTaken: the hold's acquisition took the lock's tie-breaker, so its
 	// release there hands the lock off, and the other nodes' copies for
-	// keepers announce a hand-off to come (see hold.wakeAt).
+	// keepers announce a hand-off to come (see Client.wakeOn).
 	tieTaken bool
 	// contendedAt: when a Lock of this handle last met another holder. A
 	// Lock soon after expects contention (see contender.expectContention).

@@ -88,14 +88,9 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	start := time.Now()
 	replies := fanOutTo(h.c, ctx, kindRelease, op.Lease, -1, h.kind.quorum, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
 		op := op
-		op.Wake = h.c.wakeAt(n, op)
-		if op.Wake == reentrant.WakeKeepers && !tieTaken {
-			// No hand-off will follow from the tie-breaker: this hold never
-			// had it (it was down, or a keeper holds it and is woken by these
-			// copies). Without this, each process would wake a waiter of its
-			// own when no hand-off came.
-			op.Wake = reentrant.WakeCleanup
-		}
+		// A hold that never had the tie-breaker (it was down, or a keeper
+		// holds it and is woken by these copies) hands nothing off there.
+		op.Wake = h.c.wakeAt(n, op, tieTaken)
 		return n.Release(ctx, op, releaseID(op))
 	})
 	elapsed := time.Since(start)

@@ -256,29 +256,37 @@ func (b *Broker) message(_ int, channel, payload string) {
 		b.handOffCopy(channel, m.id, payload, now)
 		return
 	}
-	defer func() {
-		if m.kind == keepersOnly && !m.cleanup {
-			b.handOffCopy(channel, m.id, "", now)
-		}
-	}()
 	wake, pending := b.dedup.observe(channel, payload, m.copiesNeeded(b.opts.Quorum), now)
 	switch {
 	case wake:
 		b.dispatch(channel, payload)
-		if m.kind == keepersOnly && !m.cleanup {
+		if m.handOffFollows() {
 			b.unlessHandedOff(channel, m.id)
 		}
 	case pending != nil:
-		time.AfterFunc(b.opts.Grace, func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			if !b.closed && b.dedup.graceUp(pending) {
+		b.afterGrace(func() {
+			if b.dedup.graceUp(pending) {
 				b.dispatch(channel, payload)
 			}
 		})
 	default:
 		b.duplicates++
 	}
+	if m.handOffFollows() {
+		b.handOffCopy(channel, m.id, "", now)
+	}
+}
+
+// afterGrace runs f, holding b.mu, Options.Grace from now, unless the
+// Broker has closed by then.
+func (b *Broker) afterGrace(f func()) {
+	time.AfterFunc(b.opts.Grace, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if !b.closed {
+			f()
+		}
+	})
 }
 
 // handOffCopy counts one node's copy of release id (its hand-off, or with
@@ -296,10 +304,8 @@ func (b *Broker) handOffCopy(channel, id, handOff string, now time.Time) {
 		}
 		return
 	}
-	time.AfterFunc(b.opts.Grace, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if due := b.dedup.handOffGraceUp(pending); due != "" && !b.closed {
+	b.afterGrace(func() {
+		if due := b.dedup.handOffGraceUp(pending); due != "" {
 			b.dispatch(channel, due)
 		}
 	})
@@ -323,10 +329,8 @@ func (b *Broker) dispatch(channel, payload string) {
 // lock off failed to, or this process does not hear it (see message.go).
 // The caller holds b.mu.
 func (b *Broker) unlessHandedOff(channel, id string) {
-	time.AfterFunc(b.opts.Grace, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if !b.closed && !b.dedup.sawHandOff(channel, id) {
+	b.afterGrace(func() {
+		if !b.dedup.sawHandOff(channel, id) {
 			b.dispatch(channel, id)
 		}
 	})

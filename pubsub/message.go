@@ -83,6 +83,10 @@ func parseMessage(payload string) message {
 	return message{kind: handOff, id: id, target: target, next: next}
 }
 
+// handOffFollows reports whether the message is a copy for keepers of a
+// release whose hand-off is to come (ID k, not ID u).
+func (m message) handOffFollows() bool { return m.kind == keepersOnly && !m.cleanup }
+
 // copiesNeeded is how many copies of the message make it due: a quorum's
 // for a copy every node sends, one for the others.
 func (m message) copiesNeeded(quorum int) int {

@@ -220,8 +220,13 @@ func (p *prepared) releaseCall(op Op, releaseID string) preparedCall {
 	return preparedCall{scriptCall{lua.Release, p.releaseKeys, argv[3+len(p.releaseKeys):]}, argv}
 }
 
-// wakeArgs are the Wakes' luaFlag, boxed once.
-var wakeArgs = [...]any{WakeAny: WakeAny.luaFlag(), WakeQueue: WakeQueue.luaFlag(), WakeKeepers: WakeKeepers.luaFlag(), WakeFair: WakeFair.luaFlag()}
+// wakeArgs are the Wakes' luaFlag, boxed once (WakeCleanup is the last Wake).
+var wakeArgs = func() (args [WakeCleanup + 1]any) {
+	for w := range args {
+		args[w] = Wake(w).luaFlag()
+	}
+	return args
+}()
 
 // wakeArg is w's luaFlag as a script argument.
 func wakeArg(w Wake) any {

@@ -178,7 +178,8 @@ const (
 	// WakeCleanup publishes a copy for keepers only, as WakeKeepers does,
 	// from a clean-up (the undo of a failed attempt, a retried release):
 	// no hand-off of the same release is to come, so no one else wakes
-	// for it (see pubsub's message format).
+	// for it (see pubsub's message format). Keep it the last Wake: wakeArgs
+	// (apply.go) boxes every Wake up to it.
 	WakeCleanup
 )
 
