@@ -38,11 +38,13 @@ type attempt struct {
 // nodes (a quorum: the Client's, or the hold's own, see holdKind):
 // on every node, or on node only when only ≥ 0 (a probe of the tie-breaker,
 // which can never make a quorum by itself when there are several nodes).
-// op.Ticket goes to node queueAt alone (the tie-breaker, which keeps the
-// wait queue), and to none when queueAt < 0.
+// op.Ticket, when set, goes to every node asked: on the tie-breaker it
+// places the waiter in the lock's wait queue; on another node an attempt
+// refused there registers the waiter in that node's copy of the queue key,
+// so that the release there tells it (see contender, 4).
 // A failed attempt is left as it landed: the caller undoes it (Client.undo),
 // or keeps what it took (see contender).
-func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only, queueAt int) attempt {
+func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
 	}
@@ -55,9 +57,6 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only, queue
 	start := time.Now()
 	replies := fanOutTo(c, ctx, kindAcquire, c.opts.Lease, only, need, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
 		op := op
-		if queueAt < 0 || n != c.nodes[queueAt] {
-			op.Ticket = 0
-		}
 		if tie < 0 || n != c.nodes[tie] {
 			op.Fair = false
 		}

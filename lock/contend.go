@@ -51,8 +51,18 @@ import (
 //     lock on the tie-breaker takes the lowest ticket out of the queue and
 //     names that owner in its message (a hand-off), with the owner after
 //     it: across all processes exactly one waiter wakes, and it goes
-//     straight to every node, with no probe and no race. The other nodes'
-//     releases wake only keepers (2), who wait for exactly those. If the
+//     straight to every node at once, with no probe and no race. The other
+//     nodes' releases wake only keepers (2), and only where one waits: an
+//     attempt that carries a ticket and is refused on a node registers
+//     there (in that node's copy of the queue key, which only the
+//     tie-breaker orders), and a release there publishes for keepers only
+//     when that key exists. A target whose attempt overtook the release on
+//     some node keeps (it holds the tie-breaker), registered there, and
+//     that node's release wakes it. A plain hand-off thus costs one message
+//     where it cost one per node, each read by every subscribed process.
+//     (A keeper whose first attempt, which carries no ticket, won the
+//     tie-breaker does not register: it looks again after a retry delay.)
+//     If the
 //     hand-off's target does not take the lock (it died, or gave up), the
 //     next in line wakes by itself shortly after (Options.RetryDelay) and
 //     probes, and a target that gave up leaves the queue at once. When
@@ -251,15 +261,6 @@ func (k *contender) expectContention() {
 // the lock was freed for it, so the next attempt goes to every node.
 func (k *contender) handedOff() { k.probe, k.recheck = false, false }
 
-// queueNode is the node whose acquire carries the waiter's ticket, or -1
-// when it has none.
-func (k *contender) queueNode() int {
-	if k.ticket == 0 {
-		return -1
-	}
-	return k.tie
-}
-
 // leaveQueue takes a Lock call that ends without the lock out of the queue,
 // in the background, so that no release hands the lock to it. A Dequeue
 // that fails costs the next waiter one hand-off watch.
@@ -268,11 +269,15 @@ func (k *contender) leaveQueue(c *Client, key reentrant.Key, owner string) {
 		return // not queued, or the tie-breaker does not answer: let the watch move on
 	}
 	k.ticket = 0
-	c.inBackground(func(life context.Context) {
-		ctx, cancel := context.WithTimeout(life, c.callTimeout(k.tie))
-		defer cancel()
-		_ = c.nodes[k.tie].Dequeue(ctx, key, owner)
-	})
+	// Every node: the others may hold its registration as a keeper, which
+	// would make their releases publish for no one until it expires.
+	for i, n := range c.nodes {
+		c.inBackground(func(life context.Context) {
+			ctx, cancel := context.WithTimeout(life, c.callTimeout(i))
+			defer cancel()
+			_ = n.Dequeue(ctx, key, owner)
+		})
+	}
 }
 
 // tieReply is the tie-breaker's answer within a.

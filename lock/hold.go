@@ -266,12 +266,12 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	op.Fence = h.fencing != 0 && !reentry
 	h.mu.Unlock()
 
-	only, queueAt := -1, -1
+	only := -1
 	if !reentry {
-		only, queueAt = k.target(), k.queueNode()
+		only = k.target()
 		op.Ticket = k.ticket
 	}
-	a := h.c.acquire(ctx, op, h.kind.quorum, only, queueAt)
+	a := h.c.acquire(ctx, op, h.kind.quorum, only)
 	h.c.attempted(ctx, h, op, only, a, call)
 	switch {
 	case a.acquired:

@@ -232,12 +232,25 @@ end
 --                          its deadline passes), so no one else may take it
 --                          here before
 --   'k' 'ID k'             for keepers only: waiters holding part of the
---                          lock that wait for the others to give theirs back
---   'u' 'ID u'             the same, from a clean-up (an undo, a retried
---                          release) after which no hand-off is to come
+--                          lock that wait for the others to give theirs
+--                          back. Published only when the queue key exists
+--                          here: a keeper, or a hand-off's target whose
+--                          attempt came before this release, registered in
+--                          it when its attempt was refused (enqueue). A
+--                          hand-off's target does not wait for these copies,
+--                          so without a keeper here nobody needs one, and
+--                          every subscribed process would read it.
+--   'u' 'ID u'             for keepers only as 'k', from a clean-up (an undo,
+--                          a retried release) after which no hand-off is to
+--                          come; always published: a keeper's first attempt
+--                          may not have registered
 local function announce(channel, id, mode, queue, head)
-  if mode == 'k' or mode == 'u' then
-    redis.call('PUBLISH', channel, id .. ' ' .. mode)
+  if mode == 'k' then
+    if redis.call('EXISTS', queue) == 1 then
+      redis.call('PUBLISH', channel, id .. ' k')
+    end
+  elseif mode == 'u' then
+    redis.call('PUBLISH', channel, id .. ' u')
   elseif mode == 'q' or mode == 'f' then
     local target, after = head[1] or '', head[2] or ''
     if target ~= '' and mode == 'q' then

@@ -241,8 +241,8 @@ func (b *Broker) Stats() Stats {
 
 // message dispatches a published message: a release wakes one waiter once
 // Options.Quorum nodes' copies are in, or Options.Grace after its first copy;
-// the other copies are dropped. A hand-off, too, waits for a quorum of its
-// release's copies (see handOffCopy).
+// the other copies are dropped. A hand-off is due at once: it is the only
+// copy its target gets (see message.go).
 func (b *Broker) message(_ int, channel, payload string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -252,8 +252,12 @@ func (b *Broker) message(_ int, channel, payload string) {
 	m := parseMessage(payload)
 	now := time.Now()
 	if m.kind == handOff {
+		if b.dedup.sawHandOff(channel, m.id) {
+			b.duplicates++
+			return
+		}
 		b.dedup.noteHandOff(channel, m.id, now)
-		b.handOffCopy(channel, m.id, payload, now)
+		b.dispatch(channel, payload)
 		return
 	}
 	wake, pending := b.dedup.observe(channel, payload, m.copiesNeeded(b.opts.Quorum), now)
@@ -272,9 +276,6 @@ func (b *Broker) message(_ int, channel, payload string) {
 	default:
 		b.duplicates++
 	}
-	if m.handOffFollows() {
-		b.handOffCopy(channel, m.id, "", now)
-	}
 }
 
 // afterGrace runs f, holding b.mu, Options.Grace from now, unless the
@@ -285,28 +286,6 @@ func (b *Broker) afterGrace(f func()) {
 		defer b.mu.Unlock()
 		if !b.closed {
 			f()
-		}
-	})
-}
-
-// handOffCopy counts one node's copy of release id (its hand-off, or with
-// handOff "" a copy for keepers) and dispatches the hand-off once it is
-// due: Options.Quorum copies are in, or Options.Grace has passed since the
-// hand-off came (see dedup.releaseCopy). The caller holds b.mu.
-func (b *Broker) handOffCopy(channel, id, handOff string, now time.Time) {
-	due, pending := b.dedup.releaseCopy(channel, id, handOff, b.opts.Quorum, now)
-	if due != "" {
-		b.dispatch(channel, due)
-	}
-	if pending == nil {
-		if handOff != "" && due == "" {
-			b.duplicates++
-		}
-		return
-	}
-	b.afterGrace(func() {
-		if due := b.dedup.handOffGraceUp(pending); due != "" {
-			b.dispatch(channel, due)
 		}
 	})
 }

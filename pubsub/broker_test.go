@@ -59,6 +59,33 @@ func TestBrokerOneReleaseWakesOneWaiter(t *testing.T) {
 	}
 }
 
+// A hand-off wakes its target at once, without waiting for other nodes'
+// copies (their releases publish nothing unless a keeper registered there),
+// and once: the same hand-off again is a duplicate.
+func TestBrokerHandOffIsDueAtOnce(t *testing.T) {
+	b := newTestBroker(t, 5)
+	b.dedup = newDedup(time.Second, 5, 3)
+	var ws []*Waiter
+	for _, owner := range []string{"c:a", "c:t"} {
+		w, err := b.SubscribeOwner(context.Background(), "c", owner, owner+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	b.message(0, "c", "c:o/1 c:t ")
+	if got := woken(ws); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("a hand-off of a 5 nodes' release woke %v, want its target [1] at once", got)
+	}
+	b.message(0, "c", "c:o/1 c:t ")
+	if got := woken(ws); len(got) != 0 {
+		t.Fatalf("the same hand-off again woke %v", got)
+	}
+	if s := b.Stats(); s.Duplicates != 1 {
+		t.Fatalf("stats %+v, want one duplicate", s)
+	}
+}
+
 func TestBrokerEmptyPayloadsCountEachTime(t *testing.T) {
 	b := newTestBroker(t, 3)
 	ws := subscribeN(t, b, "c", 5)

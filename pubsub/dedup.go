@@ -33,9 +33,6 @@ type dedupEntry struct {
 	copies  int
 	need    int  // copies that make it due
 	due     bool // the release has woken (or is waking) a waiter
-	// handOff is the hand-off of a release whose copies are counted by
-	// releaseCopy, held until the release is due; "" until it arrives.
-	handOff string
 }
 
 type dedupItem struct {
@@ -151,60 +148,6 @@ func (d *dedup) noteHandOff(channel, id string, now time.Time) {
 	e := &dedupEntry{expires: now.Add(d.window), due: true}
 	d.seen[key] = e
 	d.order = append(d.order, dedupItem{key, e})
-}
-
-// releaseMark is the key under which a dedup counts the copies of release
-// id on channel, hand-off and keepers' copies alike (see releaseCopy).
-func releaseMark(channel, id string) dedupKey { return dedupKey{channel, "\x00copies " + id} }
-
-// releaseCopy counts one copy of release id on channel from a node: its
-// hand-off (handOff, the payload) or a copy for keepers (handOff ""). It
-// returns the hand-off to dispatch now, once it has arrived and need copies
-// are in, and pending, the release's entry, when the hand-off has just
-// arrived but is not due yet: the caller arms a grace timer and calls
-// handOffGraceUp(pending) when it fires. A hand-off waits for a quorum of
-// the release's copies because each copy says that node has freed the
-// lock: its target goes straight to every node, and an attempt that finds
-// the releaser still holding a node it reached first would have to keep,
-// sleep and try again.
-func (d *dedup) releaseCopy(channel, id, handOff string, need int, now time.Time) (due string, pending *dedupEntry) {
-	d.expire(now)
-	key := releaseMark(channel, id)
-	e, ok := d.seen[key]
-	if !ok {
-		e = &dedupEntry{expires: now.Add(d.window)}
-		d.seen[key] = e
-		d.order = append(d.order, dedupItem{key, e})
-		for len(d.order) > d.limit {
-			d.pop()
-		}
-	}
-	if handOff != "" {
-		if e.handOff != "" {
-			return "", nil // the same hand-off again: counted once
-		}
-		e.handOff, e.need = handOff, min(max(need, 1), max(d.copies, 1))
-	}
-	e.copies++
-	switch {
-	case e.handOff == "":
-		return "", nil
-	case d.makeDue(e):
-		return e.handOff, nil
-	case handOff != "" && !e.due:
-		return "", e
-	}
-	return "", nil
-}
-
-// handOffGraceUp returns the hand-off held in e when its grace time ran out
-// before enough copies came (the other nodes' copies were lost, or their
-// releases found nothing to free), or "" when it was dispatched already.
-func (d *dedup) handOffGraceUp(e *dedupEntry) string {
-	if !d.graceUp(e) {
-		return ""
-	}
-	return e.handOff
 }
 
 // sawHandOff reports whether a hand-off of release id arrived on channel

@@ -19,13 +19,17 @@ import (
 //	                    retries if TARGET does not take the lock within
 //	                    Options.HandOffWatch (it may have died). An empty
 //	                    TARGET means the queue was empty: any waiter. It is
-//	                    due, as an ID is, once Options.Quorum copies of its
-//	                    release are in (itself and the other nodes' copies
-//	                    for keepers), or Options.Grace after it came: then
-//	                    the target's attempt finds those nodes free.
+//	                    due at once: the other nodes' releases were sent
+//	                    with it, and where the target's attempt still finds
+//	                    the releaser, the target waits there (registered as
+//	                    a keeper) for that node's ID k.
 //	ID k                for keepers only: waiters marked SetFirst (they hold
 //	                    part of the lock and wait for the rest, or cannot
-//	                    reach the node that sends hand-offs), at once. If no
+//	                    reach the node that sends hand-offs), at once. A
+//	                    node publishes it only when a waiter registered
+//	                    there (an attempt of it was refused there), so a
+//	                    plain hand-off costs one message, not one per node,
+//	                    in every subscribed process. If no
 //	                    hand-off of the same release arrives within
 //	                    Options.Grace (the node that sends them failed, or
 //	                    this process's subscription to it is down), the

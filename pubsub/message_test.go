@@ -116,53 +116,6 @@ func TestRegistryHandOffTargetHearsTheKeepersCopies(t *testing.T) {
 	}
 }
 
-// A hand-off is due once a quorum of its release's copies are in, counting
-// itself and the keepers' copies of the other nodes, whichever came first;
-// or at its grace time, when they do not come.
-func TestDedupHandOffWaitsForAQuorumOfCopies(t *testing.T) {
-	const handOff = "c:o/1 c:t "
-	now := time.Now()
-
-	d := newDedup(time.Second, 5, 3)
-	if due, pending := d.releaseCopy("c", "c:o/1", handOff, 3, now); due != "" || pending == nil {
-		t.Fatalf("a hand-off alone of 5 nodes' release: due %q, pending %v", due, pending)
-	}
-	if due, pending := d.releaseCopy("c", "c:o/1", "", 3, now); due != "" || pending != nil {
-		t.Fatal("two copies of 5 made the hand-off due")
-	}
-	if due, _ := d.releaseCopy("c", "c:o/1", "", 3, now); due != handOff {
-		t.Fatalf("the third copy: due %q, want the hand-off", due)
-	}
-	if due, _ := d.releaseCopy("c", "c:o/1", "", 3, now); due != "" {
-		t.Fatal("a fourth copy dispatched the hand-off again")
-	}
-
-	// Keepers' copies first: the hand-off is due on arrival.
-	d = newDedup(time.Second, 3, 2)
-	d.releaseCopy("c", "c:o/2", "", 2, now)
-	if due, pending := d.releaseCopy("c", "c:o/2", handOff, 2, now); due != handOff || pending != nil {
-		t.Fatalf("a hand-off after a keepers' copy of 3 nodes: due %q, pending %v", due, pending)
-	}
-	if due, pending := d.releaseCopy("c", "c:o/2", handOff, 2, now); due != "" || pending != nil {
-		t.Fatal("the same hand-off twice was dispatched twice")
-	}
-
-	// No other copy comes: the grace timer dispatches it, once.
-	_, pending := d.releaseCopy("c", "c:o/3", handOff, 2, now)
-	if got := d.handOffGraceUp(pending); got != handOff {
-		t.Fatalf("grace up: %q, want the hand-off", got)
-	}
-	if due, _ := d.releaseCopy("c", "c:o/3", "", 2, now); due != "" || d.handOffGraceUp(pending) != "" {
-		t.Fatal("a hand-off dispatched at its grace time was dispatched again")
-	}
-
-	// One node: its hand-off is the whole release.
-	d = newDedup(time.Second, 1, 1)
-	if due, _ := d.releaseCopy("c", "c:o/4", handOff, 1, now); due != handOff {
-		t.Fatal("a single node's hand-off waited")
-	}
-}
-
 func TestDedupKeepersCopyIsDueAtOnce(t *testing.T) {
 	d := newDedup(time.Second, 3, 2)
 	now := time.Now()

@@ -64,9 +64,12 @@ func (t *table) write(w io.Writer) {
 func (r *Report) Write(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "# relock side-by-side benchmark\n\n")
-	fmt.Fprintf(w, "Run %s, wall time %s. %s, %d CPUs, Redis %s in containers on loopback; clients use the nodes' direct addresses "+
-		"(no toxiproxy; Docker's published ports, so Docker's userland proxy is on every round trip).\n\n",
-		r.Start.Format(time.RFC3339), r.Wall.Round(time.Second), r.Env.GoVersion, r.Env.CPUs, r.Env.Redis)
+	route := "Docker's published loopback ports (-route published: Docker's userland proxy is on every round trip and every Pub/Sub message)"
+	if c.Route == RouteBridge {
+		route = "the containers' own IPs on Docker's bridge network (-route bridge: no userland proxy)"
+	}
+	fmt.Fprintf(w, "Run %s, wall time %s. %s, %d CPUs, Redis %s in containers on this host; clients reach the nodes directly (no toxiproxy) at %s.\n\n",
+		r.Start.Format(time.RFC3339), r.Wall.Round(time.Second), r.Env.GoVersion, r.Env.CPUs, r.Env.Redis, route)
 	fmt.Fprintf(w, "Load average (1/5/15 min) at start %s, at end %s.\n\n", r.Env.LoadStart, r.Env.LoadEnd)
 	if len(r.Env.Peers) > 0 {
 		fmt.Fprintf(w, "Peers: %s.\n\n", strings.Join(r.Env.Peers, ", "))

@@ -68,8 +68,23 @@ type Config struct {
 	Libs      []string // substrings of library names to run; all when empty
 	Masters   []int    // node counts of MasterCounts to run at; all the servers allow when empty
 
+	// Route says how the clients reach the nodes, RouteBridge or
+	// RoutePublished; it is only reported (Servers.Addrs are the addresses).
+	Route string
+
 	Progress io.Writer // one line per run; nil for none
 }
+
+// The routes from the clients to Redis containers on this host.
+const (
+	// RouteBridge: the containers' own IPs on Docker's bridge network, one
+	// kernel hop as between hosts.
+	RouteBridge = "bridge"
+	// RoutePublished: Docker's published loopback ports, through its
+	// userland proxy: two more socket copies in another process on every
+	// round trip and every Pub/Sub message.
+	RoutePublished = "published"
+)
 
 // DefaultConfig returns the full run: 3 s per run, about 6 minutes in all.
 func DefaultConfig() Config {

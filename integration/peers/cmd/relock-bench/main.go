@@ -52,6 +52,7 @@ func main() {
 		masters = flag.String("masters", os.Getenv("RELOCK_BENCH_MASTERS"),
 			"comma-separated node counts to run at (default $RELOCK_BENCH_MASTERS, else all): "+joinInts(peers.MasterCounts))
 		out        = flag.String("out", "", "also write the tables to this file")
+		route      = flag.String("route", "bridge", "how clients reach the Redis containers: bridge (the containers' own IPs, as a client on another host would) or published (Docker's published loopback ports, through its userland proxy)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (every library's client, this process) to this file, for go tool pprof")
 	)
 	flag.Parse()
@@ -77,6 +78,10 @@ func main() {
 		}
 		cfg.Masters = append(cfg.Masters, n)
 	}
+	if *route != peers.RouteBridge && *route != peers.RoutePublished {
+		fatalf("unknown route %q (have %s, %s)", *route, peers.RouteBridge, peers.RoutePublished)
+	}
+	cfg.Route = *route
 	cfg.Progress = os.Stderr
 
 	stopProfile, err := startCPUProfile(*cpuProfile)
@@ -135,7 +140,13 @@ func run(cfg peers.Config, out string) error {
 
 	srv := peers.Servers{}
 	for _, n := range cluster.Nodes {
-		srv.Addrs = append(srv.Addrs, n.Addr())
+		addr := n.Addr()
+		if cfg.Route == peers.RouteBridge {
+			if addr, err = n.BridgeAddr(ctx); err != nil {
+				return err
+			}
+		}
+		srv.Addrs = append(srv.Addrs, addr)
 		srv.Admin = append(srv.Admin, n.Direct())
 	}
 	rep, err := peers.Run(ctx, cfg, srv)
