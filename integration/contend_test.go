@@ -14,6 +14,7 @@ import (
 
 	"github.com/relock-go/relock/internal/abtest"
 	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -406,4 +407,58 @@ func TestHandleThatMetContentionProbesFirst(t *testing.T) {
 	require.NoError(t, a.Unlock(ctx))
 	require.NoError(t, <-bGot)
 	require.NoError(t, b.Unlock(ctx))
+}
+
+// TestHandOffGoesToTheTargetsProcessAlone: a release that hands the lock off
+// publishes the hand-off on the personal channels of the target's process
+// and of the next owner's (pubsub.PersonalChannel), not on the lock's
+// channel, which every waiting process reads; and the other nodes, where no
+// keeper registered, publish nothing.
+func TestHandOffGoesToTheTargetsProcessAlone(t *testing.T) {
+	sc := heldWithWaiters(t, "personal-", 3, 3)
+	key, err := reentrant.NewKey("", sc.name)
+	require.NoError(t, err)
+
+	type heard struct{ node, channel, payload string }
+	msgs := make(chan heard, 64)
+	for i := range 3 {
+		ps := cluster.Nodes[i].Direct().PSubscribe(sc.ctx, key.Channel, key.Channel+">*")
+		t.Cleanup(func() { _ = ps.Close() })
+		_, err := ps.Receive(sc.ctx) // the first confirmation
+		require.NoError(t, err)
+		_, err = ps.Receive(sc.ctx)
+		require.NoError(t, err)
+		ch := ps.Channel()
+		go func() {
+			for m := range ch {
+				msgs <- heard{strconv.Itoa(i), m.Channel, m.Payload}
+			}
+		}()
+	}
+
+	require.NoError(t, sc.holder.Unlock(sc.ctx))
+	select {
+	case i := <-sc.got:
+		require.Equal(t, 0, i, "the oldest waiter gets the lock")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no waiter got the lock")
+	}
+	time.Sleep(200 * time.Millisecond) // whatever else the release published
+	var got []heard
+	for len(msgs) > 0 {
+		got = append(got, <-msgs)
+	}
+	want := map[string]bool{
+		pubsub.PersonalChannel(key.Channel, sc.clients[0].ID()): true, // the target's
+		pubsub.PersonalChannel(key.Channel, sc.clients[1].ID()): true, // the next owner's
+	}
+	seen := map[string]bool{}
+	for _, m := range got {
+		require.Equal(t, strconv.Itoa(sc.tie), m.node, "only the tie-breaker publishes: %+v", got)
+		require.True(t, want[m.channel], "published on %q: %+v", m.channel, got)
+		require.Contains(t, m.payload, " "+sc.waiters[0].Owner()+" "+sc.waiters[1].Owner(), "the hand-off names the target, then the next")
+		seen[m.channel] = true
+	}
+	require.Len(t, seen, 2, "one hand-off for each of the two processes: %+v", got)
+	require.NoError(t, sc.waiters[0].Unlock(sc.ctx))
 }

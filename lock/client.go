@@ -90,6 +90,7 @@ func New(opts Options) (*Client, error) {
 		Quorum:           quorum(len(opts.Nodes)),
 		Grace:            opts.NodeTimeout, // by then every live node has published
 		HandOffWatch:     opts.RetryDelay,
+		Process:          c.id,
 		Logger:           opts.Logger,
 		OnConnection:     c.pubsubHook(),
 	})

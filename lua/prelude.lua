@@ -225,38 +225,76 @@ end
 --   'q' 'ID TARGET NEXT'   the lock goes to TARGET, the queue's head, taken
 --                          out of the queue here; NEXT is the owner after it
 --                          ('' when none), who retries if TARGET does not
---                          take the lock soon. An empty queue gives
---                          'ID  ': any waiter, at once.
+--                          take the lock soon. Published for TARGET's
+--                          process, and NEXT's, alone (see personal). An
+--                          empty queue gives 'ID  ' on the channel itself:
+--                          any waiter, at once.
 --   'f' 'ID TARGET NEXT'   as 'q', for a fair lock: TARGET stays in the
 --                          queue, at its head, until it takes the lock (or
 --                          its deadline passes), so no one else may take it
 --                          here before
 --   'k' 'ID k'             for keepers only: waiters holding part of the
 --                          lock that wait for the others to give theirs
---                          back. Published only when the queue key exists
---                          here: a keeper, or a hand-off's target whose
---                          attempt came before this release, registered in
---                          it when its attempt was refused (enqueue). A
---                          hand-off's target does not wait for these copies,
---                          so without a keeper here nobody needs one, and
---                          every subscribed process would read it.
+--                          back. Published only for the processes of the
+--                          owners registered in the queue key here: a
+--                          keeper, or a hand-off's target whose attempt came
+--                          before this release, registered when its attempt
+--                          was refused (enqueue). A hand-off's target does
+--                          not wait for these copies, so nobody else needs
+--                          one. More than personalMax registered: on the
+--                          channel itself, for every process.
 --   'u' 'ID u'             for keepers only as 'k', from a clean-up (an undo,
 --                          a retried release) after which no hand-off is to
---                          come; always published: a keeper's first attempt
---                          may not have registered
+--                          come; on the channel itself, always: a keeper's
+--                          first attempt carries no ticket, so it may not
+--                          have registered
+local personalMax = 4
+
+-- personal returns the channel of messages on channel for the process of
+-- owner alone: an owner id is CLIENT:ID, one CLIENT per process, and each
+-- process subscribes channel>CLIENT beside channel (see pubsub's
+-- PersonalChannel). An owner without a ':' gets channel itself.
+local function personal(channel, owner)
+  local client = string.match(owner, '^(.*):')
+  if not client then
+    return channel
+  end
+  return channel .. '>' .. client
+end
+
+-- publishFor publishes msg once for each distinct process among owners.
+local function publishFor(channel, owners, msg)
+  local sent = {}
+  for _, owner in ipairs(owners) do
+    local to = personal(channel, owner)
+    if not sent[to] then
+      sent[to] = true
+      redis.call('PUBLISH', to, msg)
+    end
+  end
+end
+
 local function announce(channel, id, mode, queue, head)
   if mode == 'k' then
-    if redis.call('EXISTS', queue) == 1 then
+    local ok, registered = pcall(redis.call, 'ZRANGE', queue, 0, personalMax)
+    if not ok or #registered > personalMax then
       redis.call('PUBLISH', channel, id .. ' k')
+    else
+      publishFor(channel, registered, id .. ' k')
     end
   elseif mode == 'u' then
     redis.call('PUBLISH', channel, id .. ' u')
   elseif mode == 'q' or mode == 'f' then
     local target, after = head[1] or '', head[2] or ''
-    if target ~= '' and mode == 'q' then
+    local msg = id .. ' ' .. target .. ' ' .. after
+    if target == '' then
+      redis.call('PUBLISH', channel, msg)
+      return
+    end
+    if mode == 'q' then
       redis.call('ZREM', queue, target)
     end
-    redis.call('PUBLISH', channel, id .. ' ' .. target .. ' ' .. after)
+    publishFor(channel, {target, after ~= '' and after or nil}, msg)
   else
     redis.call('PUBLISH', channel, id)
   end

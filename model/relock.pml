@@ -54,7 +54,7 @@
  * announced over Pub/Sub (mode 'u', a copy for keepers after a clean-up),
  * which this model leaves out: their lines were updated with no model change.
  */
-/* checksum lua/prelude.lua sha256:30add2123af13549b9de84771f100216ad135284bae7fea8e63b97d591f8e9f3 */
+/* checksum lua/prelude.lua sha256:955feef8ceabecaa3706d8e33a7f351f791b7f1d69abb300e5f72b2861a048c0 */
 /* checksum lua/acquire.lua sha256:efe56cea00c8ad5cae2c9602367a360ed6983da55fdfae2ceb86d1c704165ae5 */
 /* checksum lua/release.lua sha256:c482c02193fc3b87c833e35ea111ccffd165f20bea21e3754dd6ff1f682a703c */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */

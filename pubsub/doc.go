@@ -13,6 +13,11 @@
 // not been woken yet. Waiters therefore wake one at a time instead of all
 // racing for a lock only one of them can take.
 //
+// With Options.Process set, each channel is subscribed together with this
+// process's personal channel (PersonalChannel), where releases send what
+// concerns this process's owners alone, such as a hand-off naming one of
+// them; messages there count as the channel's own.
+//
 // Messages can be lost while a connection is down. Whenever a node's
 // connection breaks or comes back, every waiter is woken so that it retries
 // instead of sleeping on a release it will never hear about; callers still

@@ -47,6 +47,14 @@ import (
 //
 // An empty payload is a bare wake (a wake passed on, a late subscription
 // confirmation): any waiter, at once.
+// PersonalChannel returns the channel on which releases publish, instead of
+// on channel itself, what concerns only the owners of the process whose
+// owner ids begin with "process:" (the release script's personal, in
+// lua/prelude.lua, derives it from an owner id): a hand-off to one of them
+// or to the owner after it, and a copy for keepers of theirs. A Broker with
+// Options.Process subscribes it beside every channel.
+func PersonalChannel(channel, process string) string { return channel + ">" + process }
+
 type message struct {
 	kind   messageKind
 	id     string // the release's id ("" for a bare wake)

@@ -40,6 +40,10 @@ type node struct {
 	tick   time.Duration // longest single read: min(health, commandTimeout)
 	log    *slog.Logger
 	events nodeEvents
+	// personal is the suffix of this process's personal channels (see
+	// PersonalChannel), "" for none: each wanted channel is subscribed
+	// with its personal channel, in lockstep.
+	personal string
 
 	ctx    context.Context // ends when the node stops
 	cancel context.CancelFunc
@@ -71,6 +75,9 @@ func newNode(index int, client redis.UniversalClient, opts Options, events nodeE
 	if n.health > 0 {
 		n.tick = min(n.health, commandTimeout)
 	}
+	if opts.Process != "" {
+		n.personal = PersonalChannel("", opts.Process)
+	}
 	return n
 }
 
@@ -99,10 +106,16 @@ func (n *node) stop() {
 }
 
 // want asks for channel to be subscribed and returns a channel closed once
-// the node confirms it. Wanting a channel already wanted is a no-op.
+// the node confirms it. Wanting a channel already wanted is a no-op. The
+// channel's personal channel is wanted and unwanted with it, so both are
+// subscribed by one SUBSCRIBE and confirmed by the same barrier: channel's
+// confirmation stands for both.
 func (n *node) want(channel string) <-chan struct{} {
 	n.mu.Lock()
 	ready, added := n.subs.add(channel)
+	if n.personal != "" {
+		n.subs.add(channel + n.personal)
+	}
 	n.mu.Unlock()
 	if added {
 		signal(n.kick)
@@ -115,6 +128,9 @@ func (n *node) want(channel string) <-chan struct{} {
 func (n *node) unwant(channel string) {
 	n.mu.Lock()
 	n.subs.remove(channel)
+	if n.personal != "" {
+		n.subs.remove(channel + n.personal)
+	}
 	n.mu.Unlock()
 	signal(n.kick)
 }

@@ -61,6 +61,15 @@ type Options struct {
 	// DefaultLinger; a negative value unsubscribes at once.
 	Linger time.Duration
 
+	// Process is this process's id, the CLIENT part of its lock owners'
+	// ids (CLIENT:ID). When set, every channel a waiter waits on is
+	// subscribed together with its personal channel for this process
+	// (PersonalChannel), on which releases send what only this process's
+	// owners need: hand-offs naming them, copies for their keepers (see
+	// message.go). Messages there count as the channel's own. Empty: the
+	// channel alone.
+	Process string
+
 	// Logger receives connection events (lost, restored, failed commands).
 	// Nil discards them.
 	Logger *slog.Logger

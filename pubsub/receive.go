@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -91,7 +92,12 @@ func (n *node) receive(probing bool) (any, error) {
 func (n *node) handle(msg any) {
 	switch m := msg.(type) {
 	case *redis.Message:
-		n.events.message(n.index, m.Channel, m.Payload)
+		// A message on a personal channel is its channel's own.
+		channel := m.Channel
+		if n.personal != "" {
+			channel = strings.TrimSuffix(channel, n.personal)
+		}
+		n.events.message(n.index, channel, m.Payload)
 	case *redis.Pong:
 		if seq, ok := parseBarrier(m.Payload); ok {
 			n.mu.Lock()
