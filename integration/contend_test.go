@@ -412,8 +412,9 @@ func TestHandleThatMetContentionProbesFirst(t *testing.T) {
 // TestHandOffGoesToTheTargetsProcessAlone: a release that hands the lock off
 // publishes the hand-off on the personal channels of the target's process
 // and of the next owner's (pubsub.PersonalChannel), not on the lock's
-// channel, which every waiting process reads; and the other nodes, where no
-// keeper registered, publish nothing.
+// channel, which every waiting process reads; the other nodes publish
+// nothing, unless the target's attempt overtook the release there, and
+// then only for the target's process.
 func TestHandOffGoesToTheTargetsProcessAlone(t *testing.T) {
 	sc := heldWithWaiters(t, "personal-", 3, 3)
 	key, err := reentrant.NewKey("", sc.name)
@@ -454,8 +455,14 @@ func TestHandOffGoesToTheTargetsProcessAlone(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, m := range got {
-		require.Equal(t, strconv.Itoa(sc.tie), m.node, "only the tie-breaker publishes: %+v", got)
 		require.True(t, want[m.channel], "published on %q: %+v", m.channel, got)
+		if m.node != strconv.Itoa(sc.tie) {
+			// The target's attempt overtook the release on this node: it
+			// registered there as a keeper, and hears of that release.
+			require.Equal(t, pubsub.PersonalChannel(key.Channel, sc.clients[0].ID()), m.channel, "%+v", got)
+			require.True(t, strings.HasSuffix(m.payload, " k"), "a copy for keepers: %+v", got)
+			continue
+		}
 		require.Contains(t, m.payload, " "+sc.waiters[0].Owner()+" "+sc.waiters[1].Owner(), "the hand-off names the target, then the next")
 		seen[m.channel] = true
 	}

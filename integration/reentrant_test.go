@@ -560,3 +560,56 @@ func TestReentrantForeignStringAtATombstoneIsLeftAsItWas(t *testing.T) {
 	require.Greater(t, direct.PTTL(ctx, tomb).Val(), 59*time.Minute, "its TTL too")
 	require.Equal(t, int64(1), direct.Exists(ctx, key.Lock).Val(), "the lock is not released past the error")
 }
+
+// TestReentrantHandOffIsKeptForItsTarget: a release that hands a Mutex off
+// (WakeQueue) keeps it for its target for a moment on that node: another
+// waiting owner that asks then (Op.TakesTurn) is refused and queued, the
+// target takes it and ends the reservation, and a reservation whose target
+// never comes lapses on its own.
+func TestReentrantHandOffIsKeptForItsTarget(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "handed-off")
+	var seq int64
+	waiting := func(owner string, ticket int64) reentrant.Op {
+		op := opFor(key, owner, 1, &seq)
+		op.Ticket, op.TakesTurn = ticket, true
+		return op
+	}
+	handOff := func() {
+		hold := opFor(key, "c:holder", 1, &seq)
+		a, err := node.Acquire(ctx, hold)
+		require.NoError(t, err)
+		require.True(t, a.Acquired)
+		a, err = node.Acquire(ctx, waiting("t:target", 10))
+		require.NoError(t, err)
+		require.False(t, a.Acquired, "the target waits behind the holder")
+		hold.Count, hold.Seq, hold.Wake = 0, hold.Seq+2, reentrant.WakeQueue
+		r, err := node.Release(ctx, hold, "rel")
+		require.NoError(t, err)
+		require.Equal(t, reentrant.Released, r)
+	}
+
+	handOff()
+	a, err := node.Acquire(ctx, waiting("b:barger", 20))
+	require.NoError(t, err)
+	require.True(t, a.Queued, "a waiting owner asking just after the hand-off is refused: %+v", a)
+	require.Zero(t, direct.Exists(ctx, key.Lock).Val(), "and takes nothing")
+	require.Contains(t, direct.ZRange(ctx, key.Queue, 0, -1).Val(), "b:barger", "it joins the queue")
+	a, err = node.Acquire(ctx, waiting("t:target", 10))
+	require.NoError(t, err)
+	require.True(t, a.Acquired, "the target takes the lock handed to it")
+	require.Zero(t, direct.Exists(ctx, key.QueueDeadlines).Val(), "taking it ends the reservation")
+	r, err := node.Release(ctx, opFor(key, "t:target", 0, &seq), "rel2")
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Released, r)
+
+	// A target that never comes: the reservation lapses within its hold.
+	require.NoError(t, direct.Del(ctx, key.Queue).Err())
+	handOff()
+	require.Eventually(t, func() bool {
+		a, err := node.Acquire(ctx, waiting("b:barger", 20))
+		require.NoError(t, err)
+		return a.Acquired
+	}, 2*time.Second, 5*time.Millisecond, "the reservation of a target that never came must lapse")
+}

@@ -50,8 +50,13 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int) a
 	}
 	c.stats.attempts.Add(1)
 	a := attempt{sent: true, need: need}
-	tie := -1 // a fair lock's first acquisition: the node that keeps its queue
-	if op.Fair {
+	// The node that keeps the queue, for an acquisition that follows its
+	// rules there: a fair lock's first acquisition (its turn), or a
+	// waiting owner's over several nodes (a hand-off's reservation,
+	// reentrant.Op.TakesTurn; on a single node an owner that asks before
+	// the target merely wins instead, with nothing to split or undo).
+	tie := -1
+	if op.Fair || op.Ticket > 0 && len(c.nodes) > 1 {
 		tie = c.tieBreaker(op.Key)
 	}
 	start := time.Now()
@@ -60,6 +65,7 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int) a
 		if tie < 0 || n != c.nodes[tie] {
 			op.Fair = false
 		}
+		op.TakesTurn = !op.Fair && op.Ticket > 0 && tie >= 0 && n == c.nodes[tie]
 		return n.Acquire(ctx, op)
 	})
 	elapsed := time.Since(start)
@@ -85,8 +91,9 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int) a
 		a.fence = max(a.fence, r.value.Fence)
 	}
 	a.absent = refused
-	// A fair lock's queue keeper vetoes an owner whose turn it is not,
-	// whatever the other nodes said: its turn is the fairness. (When that
+	// The queue's keeper vetoes an owner whose turn it is not, whatever
+	// the other nodes said: at a fair lock its turn is the fairness; at a
+	// Mutex just handed off, the owner it went to is on its way. (When that
 	// node does not answer, the quorum alone decides: fairness waits, the
 	// lock does not.)
 	queued := tie >= 0 && replies[tie].err == nil && replies[tie].value.Queued

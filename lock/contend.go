@@ -60,6 +60,11 @@ import (
 //     some node keeps (it holds the tie-breaker), registered there, and
 //     that node's release wakes it. A plain hand-off thus costs one message
 //     where it cost one per node, each read by every subscribed process.
+//     The tie-breaker also keeps a handed-off lock for its target for a
+//     moment (reentrant.Op.TakesTurn): another waiting owner that asks
+//     there meanwhile, typically the releaser locking again at once, is
+//     refused and queued instead of taking the tie-breaker from under the
+//     target, which would leave both with part of the nodes.
 //     (A keeper whose first attempt, which carries no ticket, won the
 //     tie-breaker does not register: it looks again after a retry delay.)
 //     If the

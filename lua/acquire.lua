@@ -2,7 +2,8 @@
 -- count to an absolute value so that a retried call can never count a hold twice.
 --
 -- KEYS[1] lock hash        KEYS[2] fencing counter   KEYS[3] the owner's tombstone
--- KEYS[4] the lock's wait queue   KEYS[5] its entries' deadlines (a fair lock's)
+-- KEYS[4] the lock's wait queue   KEYS[5] its entries' deadlines (a fair lock's),
+--         or a Mutex's hand-off reservation (see announce)
 -- KEYS[6..8], an RWMutex's write hold only: readers hash, readers' leases,
 --         the mark of a waiting writer (see prelude.lua)
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
@@ -16,7 +17,13 @@
 --         its queue: the lock is taken only by the owner at the head of the
 --         queue, or by anyone when the queue is empty; another owner finds
 --         {4, -2, fence} and joins the queue (with a ticket), or is refused
---         (a TryLock, without one)
+--         (a TryLock, without one);
+--         '2' for a waiting owner's acquisition (with a ticket) on the node
+--         that keeps a Mutex's queue: a free lock that a release just handed
+--         off to another owner (reserved in KEYS[5], see announce in
+--         prelude.lua) is refused with {4, -2, fence}, and the owner joins
+--         the queue; the owner it was handed to takes it and ends the
+--         reservation
 -- ARGV[9] '1' (with KEYS[6..8]) when the owner waits for the write hold: a
 --         refusal leaves its mark, so that new readers wait behind it
 --
@@ -71,6 +78,7 @@ local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]
 local reentry = ARGV[5] == '1'
 local ticket = tonumber(ARGV[7])
 local deadlines = ARGV[8] == '1' and KEYS[5] or nil
+local reservation = ARGV[8] == '2' and KEYS[5] or nil
 local fence = 0
 if ARGV[6] == '1' then
   fence = fenceCounter(KEYS[2])
@@ -111,6 +119,12 @@ if deadlines and not held and aheadOf(KEYS[4], deadlines, owner) then
   enqueue(KEYS[4], owner, ticket, -2, lease, deadlines)
   return {4, -2, fence}
 end
+-- A Mutex just handed off to another owner waits for it a moment.
+local handedTo = reservation and not held and reservedFor(reservation)
+if handedTo and handedTo ~= owner then
+  enqueue(KEYS[4], owner, ticket, -2, lease, nil)
+  return {4, -2, fence}
+end
 if KEYS[6] then
   local wait = otherReaders(KEYS[6], KEYS[7], owner)
   if wait >= 0 then
@@ -124,4 +138,7 @@ end
 redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 redis.call('PEXPIRE', key, lease)
 dequeue(KEYS[4], owner, ticket, deadlines)
+if handedTo then
+  redis.call('DEL', reservation)
+end
 return {1, count, fence}

@@ -223,8 +223,9 @@ end
 -- says. The message formats, which pubsub parses:
 --   ''  'ID'               a copy for any waiter: every node publishes one
 --   'q' 'ID TARGET NEXT'   the lock goes to TARGET, the queue's head, taken
---                          out of the queue here; NEXT is the owner after it
---                          ('' when none), who retries if TARGET does not
+--                          out of the queue here and reserved for it for
+--                          handOffHold ms (reserve); NEXT is the owner after
+--                          it ('' when none), who retries if TARGET does not
 --                          take the lock soon. Published for TARGET's
 --                          process, and NEXT's, alone (see personal). An
 --                          empty queue gives 'ID  ' on the channel itself:
@@ -250,6 +251,27 @@ end
 --                          have registered
 local personalMax = 4
 
+-- handOffHold is how long (ms) a Mutex handed off to TARGET is kept for
+-- it on the node that keeps its queue: waiting owners that ask then
+-- (a releaser that locks again at once, most often) are refused and join
+-- the queue, instead of taking the lock while TARGET is on its way and
+-- leaving it to fail (see acquire.lua, ARGV[8] '2'). It matches the lock
+-- package's default RetryDelay, the delay after which NEXT checks that
+-- TARGET took the lock: a TARGET that died holds the lock up for no more.
+-- The reservation lives in the key a fair lock keeps its deadlines in
+-- (KEYS[5]), which a Mutex does not otherwise use.
+local handOffHold = 20
+
+-- reservedFor returns the owner a Mutex was just handed off to, from its
+-- reservation key, or nil (none, or foreign data there).
+local function reservedFor(reserve)
+  local ok, who = pcall(redis.call, 'GET', reserve)
+  if ok and who then
+    return who
+  end
+  return nil
+end
+
 -- personal returns the channel of messages on channel for the process of
 -- owner alone: an owner id is CLIENT:ID, one CLIENT per process, and each
 -- process subscribes channel>CLIENT beside channel (see pubsub's
@@ -274,7 +296,7 @@ local function publishFor(channel, owners, msg)
   end
 end
 
-local function announce(channel, id, mode, queue, head)
+local function announce(channel, id, mode, queue, head, reserve)
   if mode == 'k' then
     local ok, registered = pcall(redis.call, 'ZRANGE', queue, 0, personalMax)
     if not ok or #registered > personalMax then
@@ -293,6 +315,7 @@ local function announce(channel, id, mode, queue, head)
     end
     if mode == 'q' then
       redis.call('ZREM', queue, target)
+      redis.call('SET', reserve, target, 'PX', handOffHold)
     end
     publishFor(channel, {target, after ~= '' and after or nil}, msg)
   else

@@ -2,7 +2,8 @@
 -- lock is deleted and one message is published on its release channel.
 --
 -- KEYS[1] lock hash        KEYS[2] release channel   KEYS[3] the owner's tombstone
--- KEYS[4] the lock's wait queue   KEYS[5] its entries' deadlines (a fair lock's)
+-- KEYS[4] the lock's wait queue   KEYS[5] its entries' deadlines (a fair lock's),
+--         or a Mutex's hand-off reservation (see announce)
 -- KEYS[6..7], an RWMutex's write hold only: the mark of a waiting writer,
 --         the channel of waiting readers
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
@@ -72,7 +73,7 @@ end
 local head = queueHead(KEYS[4], ARGV[6], KEYS[5])
 bury(KEYS[3], seq, lease)
 redis.call('DEL', key)
-announce(KEYS[2], ARGV[5], ARGV[6], KEYS[4], head)
+announce(KEYS[2], ARGV[5], ARGV[6], KEYS[4], head, KEYS[5])
 if KEYS[6] then
   unmark(KEYS[6], owner)
   redis.call('PUBLISH', KEYS[7], ARGV[5])

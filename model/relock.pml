@@ -51,12 +51,15 @@
  * checked against them (model/checksum_test.go fails when a script changes
  * and its line here does not: update the model, then the line). On
  * 2026-11-26 prelude.lua and release.lua changed only in how a release is
- * announced over Pub/Sub (mode 'u', a copy for keepers after a clean-up),
- * which this model leaves out: their lines were updated with no model change.
+ * announced over Pub/Sub (mode 'u', a copy for keepers after a clean-up;
+ * later the personal channels), which this model leaves out, and
+ * acquire.lua and release.lua gained the wait queue's hand-off reservation
+ * (a refusal that takes nothing, on the tie-breaker only; the model has no
+ * queue): their lines were updated with no model change.
  */
-/* checksum lua/prelude.lua sha256:955feef8ceabecaa3706d8e33a7f351f791b7f1d69abb300e5f72b2861a048c0 */
-/* checksum lua/acquire.lua sha256:efe56cea00c8ad5cae2c9602367a360ed6983da55fdfae2ceb86d1c704165ae5 */
-/* checksum lua/release.lua sha256:c482c02193fc3b87c833e35ea111ccffd165f20bea21e3754dd6ff1f682a703c */
+/* checksum lua/prelude.lua sha256:3625903a03a08ee3e3fc81c439d6f5b02eca21accf74ad69bcd0871707a8120a */
+/* checksum lua/acquire.lua sha256:ab6ea1c11d0765f6538d910413f06ec6dc378eb9182d357e5a1890baeb96d68e */
+/* checksum lua/release.lua sha256:72c5a576234cf97ea9248e431fb8a4f5517a0a15563311e0bedf83873753de51 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:2965daa1ddfb747e50e329fb6292e3d492464dd0676c1b37653d793b8b4fbb02 */
 

@@ -242,8 +242,11 @@ func (b *Broker) Stats() Stats {
 // message dispatches a published message: a release wakes one waiter once
 // Options.Quorum nodes' copies are in, or Options.Grace after its first copy;
 // the other copies are dropped. A hand-off is due at once: it is the only
-// copy its target gets (see message.go).
-func (b *Broker) message(_ int, channel, payload string) {
+// copy its target gets (see message.go). A copy for keepers that came on
+// this process's personal channel was meant for a keeper here, and the
+// hand-off of the same release went to another process: it never makes a
+// waiter here stand in for a missing hand-off.
+func (b *Broker) message(_ int, channel, payload string, personal bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -264,7 +267,7 @@ func (b *Broker) message(_ int, channel, payload string) {
 	switch {
 	case wake:
 		b.dispatch(channel, payload)
-		if m.handOffFollows() {
+		if m.handOffFollows() && !personal {
 			b.unlessHandedOff(channel, m.id)
 		}
 	case pending != nil:

@@ -42,13 +42,13 @@ func TestBrokerOneReleaseWakesOneWaiter(t *testing.T) {
 	b := newTestBroker(t, 3)
 	ws := subscribeN(t, b, "c", 10)
 	for node := range 3 {
-		b.message(node, "c", "release-1")
+		b.message(node, "c", "release-1", false)
 	}
 	if got := woken(ws); len(got) != 1 || got[0] != 0 {
 		t.Fatalf("three copies of one release woke %v, want [0]", got)
 	}
 	for i, id := range []string{"r2", "r3", "r4"} {
-		b.message(i, "c", id)
+		b.message(i, "c", id, false)
 	}
 	if got := woken(ws); len(got) != 3 {
 		t.Fatalf("three releases woke %v, want three waiters", got)
@@ -73,11 +73,11 @@ func TestBrokerHandOffIsDueAtOnce(t *testing.T) {
 		}
 		ws = append(ws, w)
 	}
-	b.message(0, "c", "c:o/1 c:t ")
+	b.message(0, "c", "c:o/1 c:t ", false)
 	if got := woken(ws); len(got) != 1 || got[0] != 1 {
 		t.Fatalf("a hand-off of a 5 nodes' release woke %v, want its target [1] at once", got)
 	}
-	b.message(0, "c", "c:o/1 c:t ")
+	b.message(0, "c", "c:o/1 c:t ", false)
 	if got := woken(ws); len(got) != 0 {
 		t.Fatalf("the same hand-off again woke %v", got)
 	}
@@ -86,11 +86,38 @@ func TestBrokerHandOffIsDueAtOnce(t *testing.T) {
 	}
 }
 
+// A copy for keepers with no keeper to take it wakes one waiter here at
+// its grace time when no hand-off of its release came (the node that hands
+// off failed to), unless it came on this process's personal channel: then
+// it was meant for a keeper here, and the hand-off went to another process.
+func TestBrokerPersonalKeepersCopyStandsInForNoHandOff(t *testing.T) {
+	b := newTestBroker(t, 3)
+	b.opts.Grace = 5 * time.Millisecond
+	ws := subscribeN(t, b, "c", 1)
+
+	b.message(1, "c", "c:o/1 k", true)
+	time.Sleep(50 * time.Millisecond)
+	if got := woken(ws); len(got) != 0 {
+		t.Fatalf("a personal copy for keepers woke %v", got)
+	}
+	b.message(1, "c", "c:o/2 k", false)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if got := woken(ws); len(got) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a copy for keepers on the lock's channel, with no hand-off, woke no one")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestBrokerEmptyPayloadsCountEachTime(t *testing.T) {
 	b := newTestBroker(t, 3)
 	ws := subscribeN(t, b, "c", 5)
 	for node := range 3 {
-		b.message(node, "c", "")
+		b.message(node, "c", "", false)
 	}
 	if got := woken(ws); len(got) != 3 {
 		t.Fatalf("three empty messages woke %v, want three waiters", got)
@@ -100,9 +127,9 @@ func TestBrokerEmptyPayloadsCountEachTime(t *testing.T) {
 func TestBrokerReleaseWithoutFreeWaiterIsUnclaimed(t *testing.T) {
 	b := newTestBroker(t, 1)
 	subscribeN(t, b, "c", 1)
-	b.message(0, "c", "r1")
-	b.message(0, "c", "r2")
-	b.message(0, "other", "r3")
+	b.message(0, "c", "r1", false)
+	b.message(0, "c", "r2", false)
+	b.message(0, "other", "r3", false)
 	if s := b.Stats(); s.Unclaimed != 2 || s.Wakes != 1 {
 		t.Fatalf("stats %+v", s)
 	}
@@ -111,7 +138,7 @@ func TestBrokerReleaseWithoutFreeWaiterIsUnclaimed(t *testing.T) {
 func TestBrokerWaiterCloseHandsWakeOnAndIsIdempotent(t *testing.T) {
 	b := newTestBroker(t, 1)
 	ws := subscribeN(t, b, "c", 2)
-	b.message(0, "c", "r1")
+	b.message(0, "c", "r1", false)
 	ws[0].Close()
 	ws[0].Close()
 	select {

@@ -18,8 +18,9 @@ const commandTimeout = time.Second
 // nodeEvents receives what a node's connection hears.
 type nodeEvents interface {
 	// message is called for every published message, from the node's
-	// receive goroutine.
-	message(node int, channel, payload string)
+	// receive goroutine; personal says it came on the channel's personal
+	// channel (see PersonalChannel), channel being the channel itself.
+	message(node int, channel, payload string, personal bool)
 	// connectionChanged is called when the node's connection broke (lost)
 	// or came back after failing (!lost).
 	connectionChanged(node int, lost bool)

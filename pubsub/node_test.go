@@ -10,7 +10,10 @@ import (
 // heard records what a node passes on.
 type heard struct{ messages [][2]string }
 
-func (h *heard) message(_ int, channel, payload string) {
+func (h *heard) message(_ int, channel, payload string, personal bool) {
+	if personal {
+		payload += " (personal)"
+	}
 	h.messages = append(h.messages, [2]string{channel, payload})
 }
 func (h *heard) connectionChanged(int, bool) {}
@@ -32,7 +35,7 @@ func TestNodePersonalChannelGoesWithItsChannel(t *testing.T) {
 	n.handle(&redis.Message{Channel: personal, Payload: "r1 p1:a "})
 	n.handle(&redis.Message{Channel: "c", Payload: "r2"})
 	n.handle(&redis.Message{Channel: PersonalChannel("c", "p2"), Payload: "r3"})
-	want := [][2]string{{"c", "r1 p1:a "}, {"c", "r2"}, {PersonalChannel("c", "p2"), "r3"}}
+	want := [][2]string{{"c", "r1 p1:a  (personal)"}, {"c", "r2"}, {PersonalChannel("c", "p2"), "r3"}}
 	if !slices.Equal(ev.messages, want) {
 		t.Fatalf("passed on %q, want %q", ev.messages, want)
 	}

@@ -93,11 +93,11 @@ func (n *node) handle(msg any) {
 	switch m := msg.(type) {
 	case *redis.Message:
 		// A message on a personal channel is its channel's own.
-		channel := m.Channel
+		channel, personal := m.Channel, false
 		if n.personal != "" {
-			channel = strings.TrimSuffix(channel, n.personal)
+			channel, personal = strings.CutSuffix(channel, n.personal)
 		}
-		n.events.message(n.index, channel, m.Payload)
+		n.events.message(n.index, channel, m.Payload, personal)
 	case *redis.Pong:
 		if seq, ok := parseBarrier(m.Payload); ok {
 			n.mu.Lock()

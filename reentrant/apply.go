@@ -77,7 +77,19 @@ func acquireKeys(op Op) []string {
 
 // acquireArgs are the ARGV of the acquire script for op.
 func acquireArgs(op Op) []any {
-	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, flag(op.Fair)}
+	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op)}
+}
+
+// queueRule is the acquire script's ARGV[8]: 1 for Op.Fair, 2 for
+// Op.TakesTurn, 0 for neither.
+func queueRule(op Op) int {
+	switch {
+	case op.Fair:
+		return 1
+	case op.TakesTurn:
+		return 2
+	}
+	return 0
 }
 
 // flag is a script's boolean argument.
@@ -208,7 +220,7 @@ func (p *prepared) leaseArgOf(op Op) any {
 func (p *prepared) acquireCall(op Op) preparedCall {
 	argv := make([]any, len(p.acquireArgv), len(p.acquireArgv)+7)
 	copy(argv, p.acquireArgv)
-	argv = append(argv, p.leaseArgOf(op), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, flag(op.Fair))
+	argv = append(argv, p.leaseArgOf(op), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op))
 	return preparedCall{scriptCall{lua.Acquire, p.acquireKeys, argv[3+len(p.acquireKeys):]}, argv}
 }
 

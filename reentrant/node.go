@@ -120,6 +120,13 @@ type Op struct {
 	// head of the queue, and waiting owners' entries carry deadlines
 	// (Key.QueueDeadlines). Sent to that node alone.
 	Fair bool
+	// TakesTurn makes a waiting owner's acquire (Ticket above 0) on the
+	// node that keeps a Mutex's queue respect a hand-off: for a short while
+	// after a release there handed the lock to another owner (WakeQueue),
+	// a free lock is refused to everyone else (Acquisition.Queued), so that
+	// an owner that asks just then does not take it from under the one it
+	// was handed to. Sent to that node alone; not with Fair.
+	TakesTurn bool
 	// Wake says how a release that frees the lock announces it (see Wake).
 	Wake Wake
 	// Mode is the kind of hold (see Mode); the zero value is Exclusive.
@@ -239,7 +246,8 @@ type Acquisition struct {
 	// any acquire is, with that owner's TTL.)
 	Missing bool
 	// Queued is true when a fair lock (Op.Fair) is free here but another
-	// owner is ahead in its queue: nothing was taken; the owner joined the
+	// owner is ahead in its queue, or a lock was just handed off here to
+	// another owner (Op.TakesTurn): nothing was taken; the owner joined the
 	// queue if it brought a ticket. Acquired is false and HolderTTL is -2.
 	Queued bool
 	// Fence is the node's fencing counter (0 when never raised, or when
