@@ -67,9 +67,9 @@ import (
 //     target, which would leave both with part of the nodes.
 //     (A keeper whose first attempt, which carries no ticket, won the
 //     tie-breaker does not register: it looks again after a retry delay.)
-//     If the
-//     hand-off's target does not take the lock (it died, or gave up), the
-//     next in line wakes by itself shortly after (Options.RetryDelay) and
+//     If the hand-off's target does not take the lock (it died, or gave
+//     up), the next in line wakes by itself shortly after
+//     (Options.RetryDelay; the reservation lapses by then) and
 //     probes, and a target that gave up leaves the queue at once. When
 //     the tie-breaker's release fails, Unlock announces the release on the
 //     nodes that did free the lock, for any waiter, as before the queue.
@@ -270,13 +270,17 @@ func (k *contender) handedOff() { k.probe, k.recheck = false, false }
 // in the background, so that no release hands the lock to it. A Dequeue
 // that fails costs the next waiter one hand-off watch.
 func (k *contender) leaveQueue(c *Client, key reentrant.Key, owner string) {
-	if k.ticket == 0 || k.tieLost {
-		return // not queued, or the tie-breaker does not answer: let the watch move on
+	if k.ticket == 0 {
+		return // not queued
 	}
 	k.ticket = 0
 	// Every node: the others may hold its registration as a keeper, which
-	// would make their releases publish for no one until it expires.
+	// would make their releases publish for no one until it expires. A
+	// tie-breaker that does not answer is left alone: the watch moves on.
 	for i, n := range c.nodes {
+		if i == k.tie && k.tieLost {
+			continue
+		}
 		c.inBackground(func(life context.Context) {
 			ctx, cancel := context.WithTimeout(life, c.callTimeout(i))
 			defer cancel()
