@@ -7,6 +7,8 @@
 #               assumption): exhaustive search completed, 0 errors (P1-P3);
 #   immediate:  the node restarts at once: P1 violated (Redlock's known
 #               limit), with SPIN's trail;
+#   short-restart: the node restarts after 1 tick, less than a hold's
+#               validity: P1 violated (so the delayed check is not vacuous);
 #   seeded-bug: release.lua without its `seq <= last` check: P1 violated,
 #               with SPIN's trail.
 # FINDINGS=1 also runs two searches that find what the protocol does not
@@ -80,6 +82,15 @@ if grep -q "assertion violated" immediate.out; then
 	trail -DIMMEDIATE
 else
 	echo "FAIL: the immediate-restart configuration found no counterexample"
+	fail=1
+fi
+
+run short-restart bfs -DDOWNFOR=1
+if grep -q "assertion violated" short-restart.out; then
+	echo "   a restart sooner than a hold's validity breaks P1, as expected; SPIN's trail:"
+	trail -DDOWNFOR=1
+else
+	echo "FAIL: a restart after 1 tick found no counterexample: the delayed check may be vacuous"
 	fail=1
 fi
 

@@ -102,10 +102,12 @@
 #ifndef CRASHES
 #define CRASHES 1
 #endif
+#ifndef DOWNFOR
 #ifdef IMMEDIATE
 #define DOWNFOR 0
 #else
-#define DOWNFOR (LEASE + 1)
+#define DOWNFOR (LEASE + 1)   /* -DDOWNFOR=n: another restart delay, in ticks */
+#endif
 #endif
 
 /* Request kinds (the scripts) and reply codes, one mtype so that the
@@ -429,6 +431,12 @@ end:
 		i = 0;
 		do
 		:: i < 2*N ->
+			if
+			:: !(!UP(i / 2) || (count[i % 2] == 0 && ncnt[i] == 0) || (count[i % 2] > 0 && (ncnt[i] == 0 || ncnt[i] == count[i % 2]))) ->
+				printf("MSC t%d all quiet, but node %d holds %c's count %d while %c's count is %d: P2 fails\n",
+					clock, i / 2, 'A' + i % 2, ncnt[i], 'A' + i % 2, count[i % 2])
+			:: else -> skip
+			fi;
 			assert(!UP(i / 2) || (count[i % 2] == 0 && ncnt[i] == 0) || (count[i % 2] > 0 && (ncnt[i] == 0 || ncnt[i] == count[i % 2])));
 			i++
 		:: else -> break
@@ -616,9 +624,9 @@ inline lockStep() {
 						if :: tok > lastToken -> lastToken = tok :: else -> skip fi;
 						att = 0
 					:: else ->
-						/* no token on a quorum: setBack on every node */
+						/* no token on a quorum: setBack(op, allNodes, validUntil) */
 						printf("MSC t%d %c's token was not stored on a quorum\n", clock, 'A' + o);
-						releaseAll(s + 1, 0, DLEFT)
+						releaseAll(s + 1, 0, (VALID -> VLEFT : 1))
 					fi;
 					forget(); el[o] = 0; k = 0; tok = 0; won = false }
 #endif
