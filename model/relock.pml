@@ -626,7 +626,8 @@ inline lockStep() {
 					:: else ->
 						/* no token on a quorum: setBack(op, allNodes, validUntil) */
 						printf("MSC t%d %c's token was not stored on a quorum\n", clock, 'A' + o);
-						releaseAll(s + 1, 0, (VALID -> VLEFT : 1))
+						if :: VALID -> k = VLEFT :: else -> k = 1 fi;
+						releaseAll(s + 1, 0, k)
 					fi;
 					forget(); el[o] = 0; k = 0; tok = 0; won = false }
 #endif
