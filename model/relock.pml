@@ -16,7 +16,9 @@
  * assumption: a message that is never delivered is a lost one). The owner
  * stops waiting for a node's reply at any moment (its timeout): what lands
  * after that is a late request whose reply nobody reads, which also covers
- * a lost reply. DUPS requests may be duplicated. A request that reaches a
+ * a lost reply. With -DDUPS=1 one request may be retried as go-redis
+ * retries (see DUP). An owner's send waits while one of its slots to a
+ * node is full (FGS bounds the requests in flight). A request that reaches a
  * node that is down is lost. Background releases (lock/cleanup.go) are one
  * slot per (owner, node): the newest release and the latest deadline, as
  * the cleaner merges them; each lands once, at any moment before its
@@ -41,7 +43,11 @@
  *
  * Owners. A: Lock, Unlock (-DAGAIN: Lock, Unlock, Lock; -DREENTRY: Lock,
  * Lock, Unlock, Unlock). B: Lock (-DBUNLOCK: Lock, Unlock). A Lock makes at
- * most ATTEMPTS attempts, then ends without the lock (its ctx ended).
+ * most ATTEMPTS attempts, then ends without the lock (its ctx ended). A
+ * first hold draws a counter fencing token only with -DFENCE (drawToken's
+ * extra round; without it the hold starts when the acquire quorum is
+ * counted, earlier, so P1 without it covers P1 with it). No owner renews
+ * (renew.lua is modelled at the nodes only).
  *
  * Properties (assertions, checked exhaustively with pan -DSAFETY):
  *  P1 mutual exclusion of valid holds: whenever an owner starts or extends
@@ -57,11 +63,18 @@
  *     an owner that holds nothing later than MAXDELAY + NL ticks after that
  *     owner's last request that can write a hold.
  *  P4 fencing tokens strictly increase across successive holders (counter
- *     tokens, while no node has lost its counter: a restart empties it).
+ *     tokens, -DFENCE, while no node has lost its counter: a restart
+ *     empties it).
  *
- * Configurations: see check.sh. (none): delayed restart, P1..P4 hold.
- * -DIMMEDIATE: P1 fails (Redlock's known limit). -DBUG_NOSEQ (with
- * -DAGAIN): release.lua without `if seq <= last then return 1`: P1 fails.
+ * Configurations (check.sh runs them; README.md has the results):
+ *  (none)                 delayed restart: P1, P2, P3 hold (exhaustive).
+ *  -DIMMEDIATE            P1 fails (Redlock's known limit).
+ *  -DDOWNFOR=1            a restart sooner than a hold's validity: P1 fails.
+ *  -DBUG_NOSEQ -DAGAIN    release.lua without `if seq <= last then return 1`
+ *                         (the seeded bug): P1 fails.
+ *  -DFENCE -DCRASHES=0    P4 fails: counter tokens can repeat (a finding).
+ *  -DDUPS=1 -DCRASHES=0   P2 fails: a retried acquire's first try can land
+ *                         after its refused retry (a finding).
  *
  * Every node step names the script branch it stands for, every owner step
  * the Go function (package lock). The scripts and their sha256 when the
