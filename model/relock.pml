@@ -61,7 +61,8 @@
  *     than the owner's (counts are absolute). Not under -DIMMEDIATE.
  *  P3 nothing held past its lease: at every tick, a node keeps no hold of
  *     an owner that holds nothing later than MAXDELAY + NL ticks after that
- *     owner's last request that can write a hold.
+ *     owner's last request that can write a hold (an acquire, or a release
+ *     to a count above 0, the cleaner's counted when it lands).
  *  P4 fencing tokens strictly increase across successive holders (counter
  *     tokens, -DFENCE, while no node has lost its counter: a restart
  *     empties it).
@@ -329,6 +330,9 @@ inline script(d, p, k, sq, c, fl) {
 		script(P % N, P / N, REL, BSEQ(bg[P]), BCNT(bg[P]), 0); \
 		printf("MSC t%d node %d runs %c's background REL seq %d count %d: %e\n", \
 			clock, P % N, 'A' + P / N, BSEQ(bg[P]), BCNT(bg[P]), r); \
+		/* P3's ghost: a release to a count above 0 writes the hold (the \
+		 * cleaner sent it just now) */ \
+		if :: BCNT(bg[P]) > 0 -> sw[P / N] = 0 :: else -> skip fi; \
 		bg[P] = 0; r = 0; f = 0 }
 
 /* DUP(P, J): go-redis retries the request in slot J of pair P (its first
