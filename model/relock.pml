@@ -1,61 +1,92 @@
 /*
  * relock.pml: a Promela model of relock's Mutex protocol, for SPIN.
  *
- * What is modelled. Two owners (A = 0, B = 1) lock one lock name over three
- * independent Redis nodes (quorum 2). Each node applies the scripts' logic
- * (acquire, release, renew, fence; the undo of a failed attempt is a
- * release) atomically on its own state, as Redis runs a Lua script. The
- * network between owners and nodes is a bag of at most NET messages: any
- * message may be delivered next (reordering), stay in flight while time
- * passes (delay, at most MAXDELAY ticks: the bounded-delay assumption),
- * be lost (LOSSES of them, plus any that find the bag full or their node
- * down) or be duplicated (DUPS of them). A node may crash once and restart
- * empty: after DOWNFOR ticks, longer than a lease (the stated assumption),
- * or, compiled with -DIMMEDIATE, at once. Time is a global tick count up to
- * MAXT; leases last LEASE ticks, and a node's clock may run fast by up to
- * DRIFT ticks over a lease, so a key may vanish up to DRIFT ticks early.
- * Owners follow the client's logic: fan-out, quorum count, validity check,
- * undo of failed attempts in the background, the tie-breaker's keeping,
- * re-entry, renewal, loss, unlock, fencing tokens.
+ * Two owners (A = 0, B = 1) lock one lock name over three Redis nodes
+ * (quorum 2). Each node applies the scripts (acquire, release, renew,
+ * fence; the undo of a failed attempt is a release) atomically on its own
+ * state, as Redis runs a Lua script: one d_step per script call. Owners
+ * follow the client: fan-out, quorum count, validity, the undo of a failed
+ * attempt in the background, the tie-breaker's keeping, fencing tokens,
+ * unlock, loss (and, with -DREENTRY, a re-entry).
  *
- * Owner A: Lock, Lock (a re-entry), Unlock, Unlock. Owner B: Lock, Unlock.
- * Either may renew its hold once, between its steps. A Lock makes at most
- * ATTEMPTS attempts, then gives up (its ctx ended).
+ * The network. Every request is a message of its own in a small per
+ * (owner, node) set of in-flight slots (FGS of them), so requests to one
+ * node land in any order (reordering), and land at any moment until they
+ * are MAXDELAY ticks old, then they are gone (the bounded-delay
+ * assumption: a message that is never delivered is a lost one). The owner
+ * stops waiting for a node's reply at any moment (its timeout): what lands
+ * after that is a late request whose reply nobody reads, which also covers
+ * a lost reply. With -DDUPS=1 one request may be retried as go-redis
+ * retries (see DUP). An owner's send waits while one of its slots to a
+ * node is full (FGS bounds the requests in flight). A request that reaches a
+ * node that is down is lost. Background releases (lock/cleanup.go) are one
+ * slot per (owner, node): the newest release and the latest deadline, as
+ * the cleaner merges them; each lands once, at any moment before its
+ * deadline, and waits while its node is down. A node that is up gets it by
+ * its deadline (the cleaner retries until then: bounded losses).
  *
- * Each step below names what it stands for: lua/<script>.lua and its lines
- * for a node, the Go function (package lock unless said) for an owner.
+ * Time. Ticks, with no bound on their number: the model keeps no clock,
+ * only countdowns (TTLs, validity, deadlines, a message's age), which a
+ * tick moves on; so states at different times merge and every schedule of
+ * ticks is covered. A lease is LEASE ticks. A node's clock may run fast by
+ * the drift allowance (DRIFT ticks a lease), and the model takes that worst
+ * case for every key: a TTL of one lease ends NL = LEASE - DRIFT ticks
+ * after it was set. An owner's hold is valid for LEASE - DRIFT ticks from
+ * the start of its acquire fan-out (lock/validity.go: lease - elapsed -
+ * drift, counted from start + elapsed): NL - elapsed ticks from its end.
  *
- * Properties (assertions; run pan with -DSAFETY, see check.sh):
- *  P1 mutual exclusion of valid holds: when an owner starts or extends a
- *     hold, no other owner believes it holds (count > 0, not lost, now
- *     before its ValidUntil). Validity intervals only shrink as time runs,
- *     so checking at each start or extension covers every instant.
- *  P2 counts converge: once both owners are done, the network is empty and
- *     every background release has got through (none given up at its
- *     deadline), every node that is up holds nothing.
- *  P3 no lock held by nobody past its lease: at every tick, a node holds no
- *     field of an owner that holds nothing, later than LEASE + MAXDELAY
- *     ticks after that owner's last message.
+ * A crash. Node 1 may crash once, at any moment, and comes back empty (no
+ * persistence: lock hash, tombstones and fencing counter gone) after
+ * DOWNFOR = LEASE + 1 ticks, longer than a lease (the stated assumption),
+ * or, with -DIMMEDIATE, at once. Node 0 is the tie-breaker; node 2 is node
+ * 1's twin, so one crashing node stands for either.
+ *
+ * Owners. A: Lock, Unlock (-DAGAIN: Lock, Unlock, Lock; -DREENTRY: Lock,
+ * Lock, Unlock, Unlock). B: Lock (-DBUNLOCK: Lock, Unlock). A Lock makes at
+ * most ATTEMPTS attempts, then ends without the lock (its ctx ended). A
+ * first hold draws a counter fencing token only with -DFENCE (drawToken's
+ * extra round; without it the hold starts when the acquire quorum is
+ * counted, earlier, so P1 without it covers P1 with it). No owner renews
+ * (renew.lua is modelled at the nodes only).
+ *
+ * Properties (assertions, checked exhaustively with pan -DSAFETY):
+ *  P1 mutual exclusion of valid holds: whenever an owner starts or extends
+ *     a hold, the other owner does not believe it holds (count > 0, not
+ *     lost, validity left). A belief only shrinks as time
+ *     passes, so checking at every start and extension covers every tick.
+ *     The last Unlock ends the belief when it is called.
+ *  P2 counts converge: once both owners are done and nothing is in flight
+ *     (foreground or background), every node that is up holds, for each
+ *     owner, nothing when the owner holds nothing, and else no other count
+ *     than the owner's (counts are absolute). Not under -DIMMEDIATE.
+ *  P3 nothing held past its lease: at every tick, a node keeps no hold of
+ *     an owner that holds nothing later than MAXDELAY + NL ticks after that
+ *     owner's last request that can write a hold (an acquire, or a release
+ *     to a count above 0, the cleaner's counted when it lands).
  *  P4 fencing tokens strictly increase across successive holders (counter
- *     tokens, checked while no node has lost its counter: a crash voids
- *     them, which is why relock's default tokens are hybrid; see README).
+ *     tokens, -DFENCE, while no node has lost its counter: a restart
+ *     empties it).
  *
- * Configurations (-D at spin -a):
- *  (none)        delayed restart: P1..P4 are to hold (exhaustive search)
- *  -DIMMEDIATE   the node restarts at once: P1 is to fail (the known limit)
- *  -DBUG_NOSEQ   release.lua without its sequence-number check: P1 is to fail
- * None of the three searches has completed yet within the budget: see
- * README.md, Status.
+ * Configurations (check.sh runs them; README.md has the results):
+ *  (none)                 delayed restart: P1, P2, P3 hold (exhaustive).
+ *  -DIMMEDIATE            P1 fails (Redlock's known limit).
+ *  -DDOWNFOR=1            a restart sooner than a hold's validity: P1 fails.
+ *  -DBUG_NOSEQ -DAGAIN    release.lua without `if seq <= last then return 1`
+ *                         (the seeded bug): P1 fails.
+ *  -DFENCE -DCRASHES=0    P4 fails: counter tokens can repeat (a finding).
+ *  -DDUPS=1 -DCRASHES=0   P2 fails: a retried acquire's first try can land
+ *                         after its refused retry (a finding).
  *
- * The scripts this model stands for, and their sha256 when it was last
- * checked against them (model/checksum_test.go fails when a script changes
- * and its line here does not: update the model, then the line). On
- * 2026-11-26 prelude.lua and release.lua changed only in how a release is
- * announced over Pub/Sub (mode 'u', a copy for keepers after a clean-up;
- * later the personal channels), which this model leaves out, and
- * acquire.lua and release.lua gained the wait queue's hand-off reservation
- * (a refusal that takes nothing, on the tie-breaker only; the model has no
- * queue): their lines were updated with no model change.
+ * Every node step names the script branch it stands for, every owner step
+ * the Go function (package lock). The scripts and their sha256 when the
+ * model was last checked against them (model/checksum_test.go fails when a
+ * script changes and its line here does not). prelude.lua's wait queue,
+ * fair queue, readers and announcements are not modelled. On 2026-11-26,
+ * after this model was written, acquire.lua, release.lua and prelude.lua
+ * gained the wait queue's personal channels and hand-off reservation (on
+ * the tie-breaker only, a refusal that takes nothing, with a reservation
+ * in a key the model does not have): their lines were updated with no
+ * model change.
  */
 /* checksum lua/prelude.lua sha256:3625903a03a08ee3e3fc81c439d6f5b02eca21accf74ad69bcd0871707a8120a */
 /* checksum lua/acquire.lua sha256:ab6ea1c11d0765f6538d910413f06ec6dc378eb9182d357e5a1890baeb96d68e */
@@ -64,357 +95,379 @@
 /* checksum lua/fence.lua sha256:2965daa1ddfb747e50e329fb6292e3d492464dd0676c1b37653d793b8b4fbb02 */
 
 #define N 3              /* nodes */
-#define Q 2              /* quorum: N/2+1 (lock/validity.go quorum) */
-#define NO 2             /* owners */
-#ifndef RENEWA
-#define RENEWA 0
-#endif
-#ifdef RENEWB
-#define MAYRENEW(o) true /* both owners may renew */
-#else
-#define MAYRENEW(o) (o == 0 && RENEWA) /* A renews; B's renewal adds states, not cases */
-#endif
-#ifndef ASTEPS
-#define ASTEPS 2             /* A: Lock, Unlock (4: Lock, Lock, Unlock, Unlock) */
-#endif
-#ifndef BSTEPS
-#define BSTEPS 1             /* B: Lock */
-#endif
-#define NSTEPS(o) (o == 0 -> ASTEPS : BSTEPS)
-#define ISLOCK(o, st) (st < (NSTEPS(o) + 1) / 2)
-#define TIE 0            /* the tie-breaker: hash(key) mod N (contend.go tieBreaker) */
+#define Q 2              /* quorum: lock/validity.go quorum(3) */
+#define TIE 0            /* the tie-breaker: lock/contend.go tieBreaker */
+#define CRASHER 1        /* the node that may crash */
 
 #ifndef LEASE
-#define LEASE 3          /* ticks */
+#define LEASE 3
 #endif
 #ifndef DRIFT
-#define DRIFT 1          /* lease x ClockDriftFactor + 2 ms, rounded up to a tick */
+#define DRIFT 1
 #endif
-#ifndef MAXT
-#define MAXT 2           /* the last tick */
-#endif
+#define NL (LEASE - DRIFT)   /* a TTL of one lease, on a fast node clock */
 #ifndef MAXDELAY
-#define MAXDELAY 1       /* a message older than this is gone: below LEASE - DRIFT */
-#endif
-#ifndef NET
-#define NET 6            /* messages in flight at once */
-#endif
-#ifndef LOSSES
-#define LOSSES 0
-#endif
-#ifndef DUPS
-#define DUPS 0
-#endif
-#ifndef CRASHES
-#define CRASHES 1
+#define MAXDELAY 0       /* below NL: a tombstone outlives the requests it guards against */
 #endif
 #ifndef ATTEMPTS
 #define ATTEMPTS 1
 #endif
-/* A node's clock may run fast by the drift allowance: a TTL of one lease
- * ends DRIFT ticks early, in real time. The model takes that worst case
- * for every key (locks and tombstones). */
-#define NODELEASE (LEASE - DRIFT)
+#ifndef DUPS
+#define DUPS 0
+#endif
+#ifndef FGS
+#define FGS 2            /* in-flight requests per (owner, node) */
+#endif
+#ifndef CRASHES
+#define CRASHES 1
+#endif
+#ifndef DOWNFOR
 #ifdef IMMEDIATE
-#define DOWNFOR 0        /* restarts empty at once */
+#define DOWNFOR 0
 #else
-#define DOWNFOR (LEASE + 1) /* stays down longer than a lease */
+#define DOWNFOR (LEASE + 1)   /* -DDOWNFOR=n: another restart delay, in ticks */
+#endif
 #endif
 
-/* A message is one int: kind, owner, node, sequence number, count, value,
- * and the tick it was sent. Packing keeps the state vector small, and the
- * network keeps its messages sorted (largest first, free slots of 0 last),
- * so two orders of the same messages are one state. */
-#define MK(K, O, D, S, C, V, T) (((K) << 21) | ((O) << 20) | ((D) << 18) | ((S) << 13) | ((C) << 11) | ((V) << 5) | (T))
-#define KIND(x) (((x) >> 21) & 7)
-#define OWN(x) (((x) >> 20) & 1)
-#define NODE(x) (((x) >> 18) & 3)
-#define SEQ(x) (((x) >> 13) & 31)
-#define CNT(x) (((x) >> 11) & 3)
-#define VAL(x) (((x) >> 5) & 63)
-#define SENT(x) ((x) & 31)
+/* Request kinds (the scripts) and reply codes, one mtype so that the
+ * trace prints their names (SPIN numbers them from the last, 1, up). */
+mtype = {
+	ACQ,         /* acquire.lua */
+	REL,         /* release.lua */
+	REN,         /* renew.lua */
+	FEN,         /* fence.lua */
+	R_OK,        /* acquire {1, count}; renew 1; fence: counter >= token */
+	R_HELD,      /* acquire {0, pttl}: another owner holds it */
+	R_STALE,     /* acquire {2, -2}: refused by the tombstone */
+	R_MISSING,   /* acquire {3, -2}: a re-entry found no hold */
+	R_NOTHELD,   /* release 0, renew 0 */
+	R_STILL,     /* release 1 */
+	R_GONE,      /* release 2 */
+	R_LOW        /* fence: the counter stayed below the token */
+};
 
-/* Request kinds. */
-mtype = { ACQ, REL, REN, FEN };   /* values 4..1: printed by name */
+/* A foreground request: kind, seq, count (a fence's token), re-entry flag,
+ * orphan flag (a copy whose reply nobody reads: see DUP) and its age in
+ * ticks. Slots of a pair are kept sorted, largest first, empty (0) last,
+ * so two orders of the same requests are one state. */
+#define MSG(K, S, C, F, T) (((K) << 10) | ((S) << 6) | ((C) << 4) | ((F) << 3) | (T))
+#define MKIND(x) (((x) >> 10) & 15)
+#define MSEQ(x) (((x) >> 6) & 15)
+#define MCNT(x) (((x) >> 4) & 3)
+#define MFLAG(x) (((x) >> 3) & 1)
+#define MORPHAN(x) (((x) >> 2) & 1)
+#define MAGE(x) ((x) & 3)
+/* A background release: seq, count, ticks left until its deadline (the
+ * cleaner retries until then). */
+#define BGM(S, C, DL) (((S) << 7) | ((C) << 5) | (DL))
+#define BSEQ(x) (((x) >> 7) & 15)
+#define BCNT(x) (((x) >> 5) & 3)
+#define BDL(x) ((x) & 31)
 
-/* Reply codes. */
-#define R_HELD 1         /* acquire: another owner holds it ({0, pttl}) */
-#define R_OK 2           /* acquire: {1, count}; renew: 1; fence: stored */
-#define R_STALE 3        /* acquire: {2, -2}, refused by the tombstone */
-#define R_MISSING 4      /* acquire: {3, -2}, a re-entry found no hold */
-#define R_NOTHELD 1      /* release 0 / renew 0 */
-#define R_STILL 2        /* release 1 */
-#define R_GONE 3         /* release 2 */
+/* Pair (owner p, node d) is p*N + d; its slots are pair*FGS .. +FGS-1. */
+short fg[2*N*FGS];
+short bg[2*N];
 
-int net[NET];
+/* The tick count, for the trace only: hidden, not part of the state.
+ * (pan's BFS refuses hidden variables: -DNOCLOCK keeps it at 0 there;
+ * the trail replays the same steps with the clock.) */
+#ifdef NOCLOCK
+byte clock;
+#define CLOCKSTEP 0
+#else
+hidden byte clock;
+#define CLOCKSTEP 1
+#endif
 
-byte now;
-
-/* Node state (flattened [node*NO + owner]): the lock hash's fields OWNER
- * (count) and OWNER/seq, its PTTL as an absolute expiry, each owner's
- * tombstone (number and expiry), the fencing counter, and when a crashed
- * node is back (up while now >= down). */
-byte ncnt[N*NO];
-byte nseq[N*NO];
-byte nexp[N];
-byte ntomb[N*NO];
-byte ntombx[N*NO];
+/* Node d, owner p: index d*2 + p. The lock hash's fields OWNER (count)
+ * and OWNER/seq, the hash's TTL in ticks (one PTTL per key), the owner's
+ * tombstone (number, TTL), the fencing counter. */
+byte ncnt[2*N];
+byte nseq[2*N];
+byte nttl[N];
+byte ntomb[2*N];
+byte nttomb[2*N];
 byte nfence[N];
-byte ndown[N];
-
-/* Owner state (hold.go's hold): count, sequence counter, ValidUntil,
- * isLost; the running fan-out (kind and seq it waits for) and the replies
- * it got (0: none yet), with the fencing counters they carried. */
-byte count[NO];
-byte oseq[NO];
-byte vu[NO];
-bool lost[NO];
-bool done[NO];
-byte fkind[NO];
-byte fseq[NO];
-byte got[NO*N];
-byte gfen[NO*N];
-
-/* The clean-up queues (cleanup.go) are not state of their own: a
- * background release is a message marked bg (val 1) whose time field is
- * its deadline. The drainer sends it again until it gets through or its
- * deadline passes, so in the model it is delivered once at most, at any
- * moment before its deadline, and waits while its node is down; a newer
- * release of the owner for that node replaces it (cleanup.go add). */
-
-/* Budgets and ghosts. */
-byte losses = LOSSES;
+byte down;               /* node CRASHER is down for this many ticks more */
+bool crashed;            /* it crashed: counter tokens are void (P4) */
+#if DUPS > 0
 byte dups = DUPS;
-byte crashes = CRASHES;
-bool crashed;            /* a node lost its state: counter tokens are void */
-bool gaveUp;             /* a background release expired before it got through */
+#endif
+
+/* Owners (lock/hold.go hold): count, seq counter, validity left (ticks to
+ * ValidUntil), isLost; the fan-out in progress (kind and seq it waits for,
+ * 0: none) and the replies it got (0: none yet), with the highest fencing
+ * counter they carried; el: 1 + the ticks since the running acquire's
+ * fan-out began (0: none runs); kl: ticks left of a kept attempt's lease. */
+byte count[2];
+byte oseq[2];
+byte vl[2];
+bool lost[2];
+bool done[2];
+byte wk[2];
+byte ws[2];
+byte got[2*N];
+byte gfen[2];
+byte el[2];
+byte kl[2];
+/* Ghosts: the last token handed out (P4); ticks since each owner's last
+ * request that can write a hold, up to P3LIM (P3). */
+#define P3LIM (MAXDELAY + NL)
 byte lastToken;
-bool checked;
+byte sw[2] = P3LIM;
 
-#define BELIEVES(p) (count[p] > 0 && !lost[p] && now < vu[p])
-#define HASKEY(d) (ncnt[(d)*NO] > 0 || ncnt[(d)*NO+1] > 0)
-#define UP(d) (now >= ndown[d])
+#define UP(d) ((d) != CRASHER || down == 0)
+#define BELIEVES(p) (count[p] > 0 && !lost[p] && vl[p] > 0)
+#define CLAIM(o) assert(!BELIEVES(1 - (o)))      /* P1 */
 
-/* P1: called where an owner starts or extends its hold. */
-#define CLAIM(o) assert(!BELIEVES(1 - (o)))
-
-/* sortnet: one bubble pass per slot, largest first. */
-inline sortnet() {
-	i = 0;
-	do
-	:: i < NET - 1 ->
-		x = 0;
-		do
-		:: x < NET - 1 - i ->
-			if
-			:: net[x] < net[x+1] -> y = net[x]; net[x] = net[x+1]; net[x+1] = y
-			:: else -> skip
-			fi;
-			x++
-		:: else -> break
-		od;
-		i++
-	:: else -> break
-	od;
-	i = 0; x = 0; y = 0
-}
-
-/* put: send a message; a full network loses it. */
-inline put(K, O, D, S, C, V) {
-	if
-	:: net[NET-1] == 0 -> net[NET-1] = MK(K, O, D, S, C, V, now); sortnet();
-		printf("MSC t%d %c sends %e seq %d count %d val %d to node %d\n", now, 'A' + O, K, S, C, V, D)
-	:: else -> printf("MSC t%d network full: %c's message to node %d is lost\n", now, 'A' + O, D)
-	fi
-}
-
-/* drop: slot J's message is gone. */
-inline drop(J) {
-	net[J] = 0; sortnet()
+/* sortPair: the pair's slots, largest first (FGS = 2 or 3). */
+inline sortPair(P) {
+	if :: fg[(P)*FGS] < fg[(P)*FGS+1] -> y = fg[(P)*FGS]; fg[(P)*FGS] = fg[(P)*FGS+1]; fg[(P)*FGS+1] = y :: else -> skip fi;
+#if FGS > 2
+	if :: fg[(P)*FGS+1] < fg[(P)*FGS+2] -> y = fg[(P)*FGS+1]; fg[(P)*FGS+1] = fg[(P)*FGS+2]; fg[(P)*FGS+2] = y :: else -> skip fi;
+	if :: fg[(P)*FGS] < fg[(P)*FGS+1] -> y = fg[(P)*FGS]; fg[(P)*FGS] = fg[(P)*FGS+1]; fg[(P)*FGS+1] = y :: else -> skip fi;
+#endif
+	y = 0
 }
 
 /* dropKey: the lock hash is gone (DEL, or its PTTL ran out). */
 inline dropKey(D) {
-	ncnt[D*NO] = 0; ncnt[D*NO+1] = 0; nseq[D*NO] = 0; nseq[D*NO+1] = 0; nexp[D] = 0
+	ncnt[(D)*2] = 0; ncnt[(D)*2+1] = 0; nseq[(D)*2] = 0; nseq[(D)*2+1] = 0; nttl[D] = 0
 }
 
-/* bury (prelude.lua bury): the tombstone keeps the higher number and the
- * longer TTL of the two. */
+/* bury (prelude.lua bury): keep the higher number and the longer TTL. */
 inline bury(E, S) {
 	if
-	:: ntombx[E] > now ->
+	:: nttomb[E] > 0 ->
 		if :: S > ntomb[E] -> ntomb[E] = S :: else -> skip fi;
-		if :: now + NODELEASE > ntombx[E] -> ntombx[E] = now + NODELEASE :: else -> skip fi
-	:: else -> ntomb[E] = S; ntombx[E] = now + NODELEASE
+		if :: NL > nttomb[E] -> nttomb[E] = NL :: else -> skip fi
+	:: else -> ntomb[E] = S; nttomb[E] = NL
 	fi
 }
 
-/* apply: node m runs the script the request in slot J asks for (fields
- * unpacked in k, p, m, sq, c, v); v becomes the reply code and f the
- * fencing counter it carries. */
-inline apply(J) {
-	k = KIND(net[J]); p = OWN(net[J]); m = NODE(net[J]);
-	sq = SEQ(net[J]); c = CNT(net[J]); v = VAL(net[J]); v0 = v;
-	script()
-}
-
-/* script: node m runs request k of owner p (seq sq, count c, value v). */
-inline script() {
-	e = m*NO + p;
+/* script: node d runs request kind k of owner p (seq sq, count c, re-entry
+ * flag fl); the reply code goes to r, the fencing counter read to f. */
+inline script(d, p, k, sq, c, fl) {
+	e = (d)*2 + (p);
 	if
 	:: k == ACQ ->
 		/* lua/acquire.lua */
+		g = (d)*2 + 1 - (p);
 		if
-		:: ncnt[m*NO + 1 - p] > 0 ->
-			v = R_HELD                   /* size > own: return {0, ttl, fence} */
-		:: ncnt[e] > 0 && sq <= nseq[e] ->
-			v = R_OK                     /* seq <= last: {1, held or 0}, no change */
-		:: ncnt[e] == 0 && v == 1 ->
-			v = R_MISSING                /* reentry, not held: {3, -2, fence} */
-		:: ncnt[e] == 0 && v == 0 && ntombx[e] > now && sq <= ntomb[e] ->
-			v = R_STALE                  /* seq <= buried(KEYS[3]): {2, -2, fence} */
+		:: ncnt[g] > 0 ->
+			r = R_HELD                   /* size > own: return {0, ttl, fence} */
+		:: ncnt[g] == 0 && ncnt[e] > 0 && sq <= nseq[e] ->
+			r = R_OK                     /* seq <= last: return {1, held or 0, fence} */
+		:: ncnt[g] == 0 && ncnt[e] == 0 && fl ->
+			r = R_MISSING                /* elseif reentry: return {3, -2, fence} */
+		:: ncnt[g] == 0 && ncnt[e] == 0 && !fl && nttomb[e] > 0 && sq <= ntomb[e] ->
+			r = R_STALE                  /* elseif seq <= buried(KEYS[3]): {2, -2, fence} */
 		:: else ->
-			/* HSET key owner count owner/seq seq; PEXPIRE key lease */
-			ncnt[e] = c; nseq[e] = sq; nexp[m] = now + NODELEASE;
-			v = R_OK
+			/* free here, or the owner's own hold and a newer seq:
+			 * HSET key owner count owner/seq seq; PEXPIRE key lease; {1, count, fence} */
+			ncnt[e] = c; nseq[e] = sq; nttl[d] = NL;
+			r = R_OK
 		fi;
-		f = nfence[m]                    /* fenceCounter(KEYS[2]) */
+		f = nfence[d]                    /* fenceCounter(KEYS[2]) */
 	:: k == REL ->
 		/* lua/release.lua */
 		if
 		:: ncnt[e] == 0 ->
 			if :: c == 0 -> bury(e, sq) :: else -> skip fi;
-			v = R_NOTHELD                /* not held: bury at count 0, return 0 */
+			r = R_NOTHELD                /* not held: bury when count is 0; return 0 */
 #ifndef BUG_NOSEQ
 		:: ncnt[e] > 0 && sq <= nseq[e] ->
-			v = R_STILL                  /* seq <= last: a straggler, return 1 */
+			r = R_STILL                  /* seq <= last: a straggler, return 1 */
 		:: ncnt[e] > 0 && sq > nseq[e] && c > 0 ->
 #else
-		:: ncnt[e] > 0 && c > 0 ->       /* the seeded bug: no seq check */
+		:: ncnt[e] > 0 && c > 0 ->       /* THE SEEDED BUG: no seq <= last check */
 #endif
-			ncnt[e] = c; nseq[e] = sq; nexp[m] = now + NODELEASE;
-			v = R_STILL                  /* count > 0: HSET, PEXPIRE, return 1 */
+			ncnt[e] = c; nseq[e] = sq; nttl[d] = NL;
+			r = R_STILL                  /* count > 0: HSET, PEXPIRE, return 1 */
 		:: else ->
 			bury(e, sq);                 /* count 0: bury, DEL, announce, return 2 */
-			dropKey(m);
-			v = R_GONE
+			dropKey(d);
+			r = R_GONE
 		fi
 	:: k == REN ->
 		/* lua/renew.lua */
 		if
-		:: ncnt[e] == 0 -> v = R_NOTHELD /* not held: return 0 */
+		:: ncnt[e] == 0 -> r = R_NOTHELD /* not held: return 0 */
 		:: else ->
-			if
-			:: sq > nseq[e] -> ncnt[e] = c; nseq[e] = sq
-			:: else -> skip              /* an older renewal keeps the count */
-			fi;
-			nexp[m] = now + NODELEASE;       /* PEXPIRE key lease, return 1 */
-			v = R_OK
+			if :: sq > nseq[e] -> ncnt[e] = c; nseq[e] = sq :: else -> skip fi;
+			nttl[d] = NL;          /* PEXPIRE key lease, return 1 */
+			r = R_OK
 		fi
 	:: k == FEN ->
-		/* lua/fence.lua: raise the counter to at least the token */
-		if :: v > nfence[m] -> nfence[m] = v :: else -> skip fi;
-		v = R_OK
-	fi
+		/* lua/fence.lua: raise the counter to the token; return the counter */
+		if :: c > nfence[d] -> nfence[d] = c :: else -> skip fi;
+		if :: nfence[d] >= c -> r = R_OK :: else -> r = R_LOW fi
+	fi;
+	e = 0; g = 0
 }
 
-/* answer: the reply reaches its owner: the running fan-out takes it
- * (fanout.go fanOutTo's collect). A reply it no longer waits for is late:
- * dropped (see undo). A background release needs no answer: it got
- * through. */
-inline answer() {
-	e = p*N + m;
-	if
-	:: fkind[p] == k && fseq[p] == sq && got[e] == 0 && !(k == REL && v0 == 1) -> got[e] = v; gfen[e] = f
-	:: else -> skip
-	fi
-}
+/* The world: deliveries, duplicates, ticks, the crash, P2. */
 
-/* The world: network, nodes, clocks, crashes, clean-up drainers. */
-#define SLOT(J, ACT) :: d_step { ACT(J) }
+/* DELIVER(P, J): slot J of pair P (owner P / N, node P % N) lands. A node
+ * that is down loses it. The reply reaches the owner if its fan-out still
+ * waits for it (fanout.go fanOutTo's collect); else nobody reads it. */
+#define DELIVER(P, J) \
+	:: d_step { fg[P*FGS+J] != 0 -> \
+		m = fg[P*FGS+J]; fg[P*FGS+J] = 0; sortPair(P); \
+		if \
+		:: UP(P % N) -> \
+			script(P % N, P / N, MKIND(m), MSEQ(m), MCNT(m), MFLAG(m)); \
+			printf("MSC t%d node %d runs %e of %c seq %d count %d: %e\n", \
+				clock, P % N, MKIND(m), 'A' + P / N, MSEQ(m), MCNT(m), r); \
+			if \
+			:: !MORPHAN(m) && wk[P / N] == MKIND(m) && ws[P / N] == MSEQ(m) && got[P] == 0 -> got[P] = r; \
+				if :: MKIND(m) == ACQ && f > gfen[P / N] -> gfen[P / N] = f :: else -> skip fi \
+			:: else -> skip \
+			fi \
+		:: else -> printf("MSC t%d node %d is down: %c's request seq %d is lost\n", clock, P % N, 'A' + P / N, MSEQ(m)) \
+		fi; \
+		m = 0; r = 0; f = 0 }
 
-/* A request reaches its node (any one in flight: reordering). A node that
- * is down loses it. The reply comes back at once: a reply that is late or
- * lost is the owner's fan-out timing out on the node before the request
- * lands (fan), which the reordering of requests already covers. */
-#define BG(x) (KIND(x) == REL && VAL(x) == 1)
-#define DELIVER(J) net[J] != 0 && (UP(NODE(net[J])) || !BG(net[J])) -> \
-	if \
-	:: UP(NODE(net[J])) -> apply(J); answer(); \
-		printf("MSC t%d node %d runs %e of %c seq %d count %d: code %d, fence %d\n", now, m, k, 'A' + p, sq, c, v, f) \
-	:: else -> printf("MSC t%d node %d is down: a message is lost\n", now, NODE(net[J])) \
-	fi; \
-	drop(J); k = 0; p = 0; m = 0; sq = 0; c = 0; v = 0; v0 = 0; f = 0; e = 0
-#define LOSE(J) net[J] != 0 && losses > 0 -> losses--; drop(J)
-#define DUP(J) net[J] != 0 && dups > 0 && net[NET-1] == 0 -> \
-	dups--; net[NET-1] = net[J]; sortnet()
+/* BGDELIVER(P): the cleaner's release for pair P gets through (cleanup.go
+ * drainer, release.lua). It waits while the node is down. */
+#define BGDELIVER(P) \
+	:: d_step { bg[P] != 0 && UP(P % N) -> \
+		script(P % N, P / N, REL, BSEQ(bg[P]), BCNT(bg[P]), 0); \
+		printf("MSC t%d node %d runs %c's background REL seq %d count %d: %e\n", \
+			clock, P % N, 'A' + P / N, BSEQ(bg[P]), BCNT(bg[P]), r); \
+		/* P3's ghost: a release to a count above 0 writes the hold (the \
+		 * cleaner sent it just now) */ \
+		if :: BCNT(bg[P]) > 0 -> sw[P / N] = 0 :: else -> skip fi; \
+		bg[P] = 0; r = 0; f = 0 }
 
-/* A node crashes and restarts empty: every key is gone (no persistence). */
-#define CRASH(D) crashes > 0 && UP(D) -> crashes--; crashed = true; \
-	printf("MSC t%d node %d crashes, back empty at t%d\n", now, D, now + DOWNFOR); \
-	dropKey(D); ntomb[D*NO] = 0; ntomb[D*NO+1] = 0; ntombx[D*NO] = 0; ntombx[D*NO+1] = 0; \
-	nfence[D] = 0; ndown[D] = now + DOWNFOR
+/* DUP(P, J): go-redis retries the request in slot J of pair P (its first
+ * try got no reply in time): two copies are in flight, and the owner reads
+ * the reply of the retry only; the first try may still land, before or
+ * after it (reentrant/node.go NeverReached). */
+#define DUP(P, J) \
+	:: d_step { dups > 0 && fg[P*FGS+J] != 0 && !MORPHAN(fg[P*FGS+J]) && fg[P*FGS+FGS-1] == 0 -> \
+		dups--; fg[P*FGS+FGS-1] = fg[P*FGS+J] | 4; sortPair(P); \
+		printf("MSC t%d %c's request seq %d to node %d is sent twice (a retry)\n", clock, 'A' + P / N, MSEQ(fg[P*FGS+J]), P % N) }
+
+/* A background release that has to get through before the next tick
+ * (its deadline) while its node is up blocks the tick. */
+#define BGDUE(P) (bg[P] != 0 && BDL(bg[P]) <= 1 && UP(P % N))
+#define ANYBGDUE (BGDUE(0) || BGDUE(1) || BGDUE(2) || BGDUE(3) || BGDUE(4) || BGDUE(5))
+
+/* P3 for node D, owner P (see the header). */
+#define P3(D, P) assert(!(ncnt[(D)*2+P] > 0 && count[P] == 0) || sw[P] < P3LIM)
 
 active proctype world() {
-	byte i, x, m, p, e, k, sq, c, v, v0, f;
-	int y;
+	short m, y;
+	byte e, g, r, f, i;
 end:
 	do
-	SLOT(0, DELIVER) SLOT(1, DELIVER) SLOT(2, DELIVER) SLOT(3, DELIVER) SLOT(4, DELIVER) SLOT(5, DELIVER)
-	SLOT(0, LOSE) SLOT(1, LOSE) SLOT(2, LOSE) SLOT(3, LOSE) SLOT(4, LOSE) SLOT(5, LOSE)
-	SLOT(0, DUP) SLOT(1, DUP) SLOT(2, DUP) SLOT(3, DUP) SLOT(4, DUP) SLOT(5, DUP)
-	SLOT(1, CRASH) /* one node crashes; see README for why node 1 */
+	DELIVER(0, 0) DELIVER(0, 1) DELIVER(1, 0) DELIVER(1, 1) DELIVER(2, 0) DELIVER(2, 1)
+	DELIVER(3, 0) DELIVER(3, 1) DELIVER(4, 0) DELIVER(4, 1) DELIVER(5, 0) DELIVER(5, 1)
+#if FGS > 2
+	DELIVER(0, 2) DELIVER(1, 2) DELIVER(2, 2) DELIVER(3, 2) DELIVER(4, 2) DELIVER(5, 2)
+#endif
+	BGDELIVER(0) BGDELIVER(1) BGDELIVER(2) BGDELIVER(3) BGDELIVER(4) BGDELIVER(5)
+#if DUPS > 0
+	DUP(0, 0) DUP(1, 0) DUP(2, 0) DUP(3, 0) DUP(4, 0) DUP(5, 0)
+#endif
 	:: d_step {
-		/* A tick. */
-		now < MAXT -> now++;
-		printf("MSC tick: t%d\n", now);
-		/* Messages older than MAXDELAY are gone (bounded delay). */
-		x = 0;
-		do
-		:: x < NET ->
-			if
-			:: net[x] != 0 && !BG(net[x]) && SENT(net[x]) + MAXDELAY < now -> net[x] = 0
-			:: net[x] != 0 && BG(net[x]) && SENT(net[x]) <= now ->
-				/* a background release that never got through: its node
-				 * keeps what it holds until the lease ends (P2 is off) */
-				if :: UP(NODE(net[x])) -> gaveUp = true :: else -> skip fi;
-				net[x] = 0
-			:: else -> skip
-			fi;
-			x++
-		:: else -> break
-		od;
-		sortnet();
-		/* Keys whose PTTL ran out. */
-		x = 0;
-		do
-		:: x < N ->
-			if :: HASKEY(x) && nexp[x] <= now -> dropKey(x) :: else -> skip fi;
-			/* P3: no key outlives its lease: every key left ends within a
-			 * lease from now (every write set a TTL of one lease). */
-			assert(!HASKEY(x) || nexp[x] <= now + NODELEASE);
-			x++
-		:: else -> break
-		od;
-		x = 0;
-		do
-		:: x < N*NO ->
-			if :: ntombx[x] > 0 && ntombx[x] <= now -> ntomb[x] = 0; ntombx[x] = 0 :: else -> skip fi;
-			x++
-		:: else -> break
-		od;
-		x = 0
+		/* The crash: node CRASHER restarts empty (no persistence). */
+		CRASHES && !crashed ->
+		crashed = true;
+		dropKey(CRASHER);
+		ntomb[CRASHER*2] = 0; ntomb[CRASHER*2+1] = 0; nttomb[CRASHER*2] = 0; nttomb[CRASHER*2+1] = 0;
+		nfence[CRASHER] = 0;
+		down = DOWNFOR;
+		printf("MSC t%d node %d crashes; back, empty, at t%d\n", clock, CRASHER, clock + DOWNFOR)
 	}
 	:: d_step {
-		/* P2: quiescence after the last unlock. */
-		!checked && done[0] && done[1] && count[0] == 0 && count[1] == 0 && net[0] == 0 ->
-		checked = true;
-#ifndef IMMEDIATE
-		/* (With an immediate restart the restarted node has also lost its
-		 * tombstones, and a delayed acquire can land there after the last
-		 * unlock: the same limit as P1's, not checked there.) */
-		assert(gaveUp || ((!UP(0) || !HASKEY(0)) && (!UP(1) || !HASKEY(1)) && (!UP(2) || !HASKEY(2))))
+		/* A tick: every countdown moves on. */
+		!ANYBGDUE ->
+		clock = (clock + 1) * CLOCKSTEP;
+		printf("MSC tick: t%d\n", clock);
+		if :: down > 0 -> down-- :: else -> skip fi;
+		i = 0;
+		do
+		:: i < 2*N*FGS ->
+			/* a request older than MAXDELAY is gone (bounded delay) */
+			if
+			:: fg[i] != 0 && MAGE(fg[i]) >= MAXDELAY -> fg[i] = 0
+			:: fg[i] != 0 && MAGE(fg[i]) < MAXDELAY -> fg[i] = fg[i] + 1
+			:: else -> skip
+			fi;
+			i++
+		:: else -> break
+		od;
+		i = 0;
+		do
+		:: i < 2*N ->
+			sortPair(i);
+			/* a background release at its deadline (its node is down) */
+			if
+			:: bg[i] != 0 && BDL(bg[i]) <= 1 -> bg[i] = 0
+			:: bg[i] != 0 && BDL(bg[i]) > 1 -> bg[i] = bg[i] - 1
+			:: else -> skip
+			fi;
+			/* tombstones whose TTL ran out */
+			if
+			:: nttomb[i] > 1 -> nttomb[i]--
+			:: nttomb[i] == 1 -> nttomb[i] = 0; ntomb[i] = 0
+			:: else -> skip
+			fi;
+			i++
+		:: else -> break
+		od;
+		/* owners: validity, elapsed, kept lease, P3's ghost */
+		i = 0;
+		do
+		:: i < 2 ->
+			if :: vl[i] > 0 -> vl[i]-- :: else -> skip fi;
+			if :: el[i] > 0 && el[i] <= LEASE -> el[i]++ :: else -> skip fi;
+			if :: kl[i] > 1 -> kl[i]-- :: else -> skip fi;
+			if :: sw[i] < P3LIM -> sw[i]++ :: else -> skip fi;
+			i++
+		:: else -> break
+		od;
+		i = 0;
+		do
+		:: i < N ->
+			/* lock hashes whose PTTL ran out */
+			if
+			:: nttl[i] > 1 -> nttl[i]--
+			:: nttl[i] == 1 -> dropKey(i)
+			:: else -> skip
+			fi;
+			P3(i, 0); P3(i, 1);
+			i++
+		:: else -> break
+		od;
+		i = 0
+	}
+	:: d_step {
+		/* P2: quiescence after the owners are done. */
+		done[0] && done[1] &&
+		fg[0] == 0 && fg[FGS] == 0 && fg[2*FGS] == 0 && fg[3*FGS] == 0 && fg[4*FGS] == 0 && fg[5*FGS] == 0 &&
+		bg[0] == 0 && bg[1] == 0 && bg[2] == 0 && bg[3] == 0 && bg[4] == 0 && bg[5] == 0 ->
+#if !defined(IMMEDIATE) && !defined(NOP2)
+		i = 0;
+		do
+		:: i < 2*N ->
+			if
+			:: !(!UP(i / 2) || (count[i % 2] == 0 && ncnt[i] == 0) || (count[i % 2] > 0 && (ncnt[i] == 0 || ncnt[i] == count[i % 2]))) ->
+				printf("MSC t%d all quiet, but node %d holds %c's count %d while %c's count is %d: P2 fails\n",
+					clock, i / 2, 'A' + i % 2, ncnt[i], 'A' + i % 2, count[i % 2])
+			:: else -> skip
+			fi;
+			assert(!UP(i / 2) || (count[i % 2] == 0 && ncnt[i] == 0) || (count[i % 2] > 0 && (ncnt[i] == 0 || ncnt[i] == count[i % 2])));
+			i++
+		:: else -> break
+		od;
+		i = 0
 #else
+		/* With an immediate restart the node has lost its tombstones too:
+		 * a delayed acquire may land there after the last unlock. Same
+		 * limit as P1's; not checked. (-DNOP2: P2 off, see check.sh.) */
 		skip
 #endif
 	}
@@ -423,312 +476,259 @@ end:
 
 /* The owners. */
 
-/* clean: the clean-up queue takes a release of owner o for node D
- * (cleanup.go add, releaseOn, keepReleasing): it replaces an older one of
- * the owner for that node, keeping the later deadline. (keepReleasing's
- * sending again after the release got through is not modelled: the
- * tombstone it left refuses the acquires it would guard against.) */
-inline clean(D, S, C, DL) {
-	sq = S; c = C; dl = DL;
-	x = 0;
-	do
-	:: x < NET ->
-		if
-		:: net[x] != 0 && BG(net[x]) && OWN(net[x]) == o && NODE(net[x]) == D ->
-			if :: SEQ(net[x]) > sq -> sq = SEQ(net[x]); c = CNT(net[x]) :: else -> skip fi;
-			if :: SENT(net[x]) > dl -> dl = SENT(net[x]) :: else -> skip fi;
-			net[x] = 0
-		:: else -> skip
-		fi;
-		x++
-	:: else -> break
-	od;
-	sortnet();
+/* put: send request K (seq S, count C, flag F) of owner o to node D: it
+ * waits in a free slot of the pair (the owner's send waits for one). */
+inline put(D, K, S, C, F) {
 	if
-	:: net[NET-1] == 0 -> net[NET-1] = MK(REL, o, D, sq, c, 1, dl); sortnet();
-		printf("MSC t%d %c queues a background release seq %d count %d for node %d, until t%d\n", now, 'A' + o, sq, c, D, dl)
-	:: else -> gaveUp = true;   /* the model's bound, not the cleaner, lost it */
-		printf("MSC t%d network full: %c's background release for node %d is lost\n", now, 'A' + o, D)
-	fi;
-	sq = 0; c = 0; dl = 0; x = 0
-}
-
-/* fan: fanout.go fanOutTo: the request goes to every node (send, atomic
- * with the step before it); each node's reply is waited for until it
- * comes or its timeout ends the wait: the owner may stop waiting at any
- * moment (a node may be slow), and the step after it is atomic again. */
-inline send(K, C, V) {
-	fkind[o] = K; fseq[o] = s; start = now;
-	m = 0;
-	do
-	:: m < N ->
-		if
-		:: UP(m) && !(slow & (1 << m)) ->
-			k = K; p = o; sq = s; c = C; v = V; v0 = v; f = 0;
-			script();
-			got[o*N+m] = v; gfen[o*N+m] = f;
-			printf("MSC t%d node %d runs %e of %c seq %d count %d: code %d, fence %d\n", now, m, k, 'A' + p, sq, c, v, f)
-		:: else -> put(K, o, m, s, C, V)   /* slow: the owner times out */
-		fi;
-		m++
-	:: else -> break
-	od;
-	k = 0; p = 0; sq = 0; c = 0; v = 0; v0 = 0; f = 0; e = 0; m = 0; slow = 0
-}
-/* pickSlow: which nodes of the next fan-out are slow (their request stays
- * in flight and the owner times out on them); the others answer at once. */
-inline pickSlow() {
-	if
-	:: slow = 0 :: slow = 1 :: slow = 2 :: slow = 3
-	:: slow = 4 :: slow = 5 :: slow = 6 :: slow = 7
+	:: fg[(o*N+(D))*FGS+FGS-1] == 0 -> fg[(o*N+(D))*FGS+FGS-1] = MSG(K, S, C, F, 0); sortPair(o*N+(D))
+	:: else -> assert(false)         /* the send's guard saw a free slot */
 	fi
 }
-inline await() {
-	fkind[o] = 0
+#define FREE(D) (fg[(o*N+(D))*FGS+FGS-1] == 0)
+#define CANSEND (FREE(0) && FREE(1) && FREE(2))
+
+/* send: fanout.go fanOutTo: the request goes to every node; the owner then
+ * waits for the replies (wk, ws). */
+inline send(K, S, C, F) {
+	wk[o] = K; ws[o] = S;
+	put(0, K, S, C, F); put(1, K, S, C, F); put(2, K, S, C, F);
+	printf("MSC t%d %c sends %e seq %d count %d to every node\n", clock, 'A' + o, K, S, C)
 }
 
-/* tally: count the replies of the fan-out with code X into k. */
-inline tally(X) {
-	k = (got[o*N] == X) + (got[o*N+1] == X) + (got[o*N+2] == X)
-}
+/* tally: how many replies of the fan-out are X, into k. */
+#define TALLY(X) k = (got[o*N] == X) + (got[o*N+1] == X) + (got[o*N+2] == X)
 
+/* forget: the fan-out is over: late replies are read by nobody. */
 inline forget() {
-	got[o*N] = 0; got[o*N+1] = 0; got[o*N+2] = 0;
-	gfen[o*N] = 0; gfen[o*N+1] = 0; gfen[o*N+2] = 0
+	wk[o] = 0; ws[o] = 0; got[o*N] = 0; got[o*N+1] = 0; got[o*N+2] = 0; gfen[o] = 0
 }
 
-/* undo: Client.undo of the acquire (seq S, count C): unknown nodes are
- * released again and again until the attempt's lease ends (keepReleasing;
- * undoLate, which may send less, is modelled as this), nodes that took it
- * are set back once (setBack), unless keep (a contender keeping them). */
-inline undo(S, C, DL, KEEP) {
-	d = 0;
-	do
-	:: d < N ->
+/* clean: the cleaner of node D takes a release of owner o (seq S, count C,
+ * deadline DL): cleanup.go add: the newer release of the two, the later
+ * deadline. (keepReleasing's sending again after one got through is not
+ * modelled: the tombstone it left refuses what it would guard against.) */
+inline clean(D, S, C, DL) {
+	if
+	:: bg[o*N+(D)] == 0 -> bg[o*N+(D)] = BGM(S, C, DL)
+	:: else ->
 		if
-		:: got[o*N+d] == 0 -> clean(d, S + 1, C - 1, DL)
-		:: got[o*N+d] == R_OK && !KEEP -> clean(d, S + 1, C - 1, DL)
+		:: S > BSEQ(bg[o*N+(D)]) && DL > BDL(bg[o*N+(D)]) -> bg[o*N+(D)] = BGM(S, C, DL)
+		:: S > BSEQ(bg[o*N+(D)]) && DL <= BDL(bg[o*N+(D)]) -> bg[o*N+(D)] = BGM(S, C, BDL(bg[o*N+(D)]))
+		:: S <= BSEQ(bg[o*N+(D)]) && DL > BDL(bg[o*N+(D)]) -> bg[o*N+(D)] = BGM(BSEQ(bg[o*N+(D)]), BCNT(bg[o*N+(D)]), DL)
 		:: else -> skip
-		fi;
-		d++
-	:: else -> break
-	od;
-	d = 0
+		fi
+	fi
 }
 
-/* releaseAll: releaseOn(op, allNodes, DL). */
+/* undo: Client.undo of the acquire (seq S, count C): a node that did not
+ * answer is released until the attempt's lease ends (keepReleasing; undoLate
+ * is modelled as it), one that took it is set back (setBack) unless KEEP;
+ * one that refused changed nothing. */
+inline undo(S, C, DL, KEEP) {
+	if :: got[o*N] == 0 || (got[o*N] == R_OK && !KEEP) -> clean(0, S + 1, C - 1, DL) :: else -> skip fi;
+	if :: got[o*N+1] == 0 || (got[o*N+1] == R_OK && !KEEP) -> clean(1, S + 1, C - 1, DL) :: else -> skip fi;
+	if :: got[o*N+2] == 0 || (got[o*N+2] == R_OK && !KEEP) -> clean(2, S + 1, C - 1, DL) :: else -> skip fi
+}
+
+/* releaseAll: Client.releaseOn(op, allNodes, DL). */
 inline releaseAll(S, C, DL) {
-	d = 0;
-	do
-	:: d < N -> clean(d, S, C, DL); d++
-	:: else -> break
-	od;
-	d = 0
+	clean(0, S, C, DL); clean(1, S, C, DL); clean(2, S, C, DL)
 }
 
-/* loseHold (hold.go): signal the loss, clear ours on every node. */
+/* loseHold (hold.go): signal the loss; clear ours on every node. */
 inline loseHold() {
 	lost[o] = true;
 	oseq[o]++;
-	releaseAll(oseq[o], 0, now + LEASE)
+	releaseAll(oseq[o], 0, LEASE)
 }
 
-/* settleCount (unlock.go settle): the count after a release; at 0 the hold
- * ends (endHold). */
-inline settleCount(T) {
-	count[o] = T;
-	if :: T == 0 -> vu[o] = 0; lost[o] = false :: else -> skip fi
+/* The running acquire's validity (lock/validity.go): it began el[o] - 1
+ * ticks ago; valid while that is below NL, for NL - (el[o] - 1) ticks
+ * more; its lease ends LEASE - (el[o] - 1) ticks from now (at least one:
+ * every release is sent at least once, cleanup.go add). */
+#define VALID (el[o] > 0 && el[o] <= NL)
+#define VLEFT (NL + 1 - el[o])
+#define DLEFT (el[o] <= LEASE -> LEASE + 1 - el[o] : 1)
+
+/* lockStep: hold.lock / hold.attempt. */
+inline lockStep() {
+	if
+	:: count[o] > 0 && lost[o] -> skip                    /* isLost: ErrLost */
+	:: d_step { count[o] > 0 && !lost[o] && vl[o] == 0 -> loseHold() }  /* re-entry past the deadline */
+	:: d_step { CANSEND && count[o] > 0 && !lost[o] && vl[o] > 0 ->
+		/* A re-entry (hold.attempt, Client.acquire), one attempt. */
+		oseq[o] = oseq[o] + 2; s = oseq[o] - 1; el[o] = 1; sw[o] = 0;
+		send(ACQ, s, count[o] + 1, 1) };
+		/* fanOutTo returns: every node answered or timed out. */
+		d_step {
+			TALLY(R_OK);
+			if
+			:: k >= Q && VALID ->
+				count[o]++;
+				if :: VLEFT > vl[o] -> vl[o] = VLEFT :: else -> skip fi;    /* extend */
+				printf("MSC t%d %c re-enters: count %d, valid for %d ticks\n", clock, 'A' + o, count[o], vl[o]);
+				CLAIM(o)
+			:: else ->
+				undo(s, count[o] + 1, DLEFT, false);
+				k = (got[o*N] == R_HELD || got[o*N] == R_STALE || got[o*N] == R_MISSING) +
+				    (got[o*N+1] == R_HELD || got[o*N+1] == R_STALE || got[o*N+1] == R_MISSING) +
+				    (got[o*N+2] == R_HELD || got[o*N+2] == R_STALE || got[o*N+2] == R_MISSING);
+				if :: k > N - Q -> loseHold() :: else -> skip fi;              /* a.absent > N - quorum */
+				printf("MSC t%d %c's re-entry fails\n", clock, 'A' + o)
+			fi;
+			forget(); s = 0; el[o] = 0; k = 0 }
+	:: count[o] == 0 ->
+		/* A first hold: up to ATTEMPTS attempts (hold.lock's loop). */
+		do
+		:: count[o] > 0 -> break
+		:: count[o] == 0 && att == ATTEMPTS ->
+			/* The Lock call ends without the lock: contender.abandon. */
+			d_step {
+				if :: keeping -> releaseAll(keptSeq + 1, 0, kl[o]) :: else -> skip fi;
+				printf("MSC t%d %c's Lock gives up\n", clock, 'A' + o);
+				keeping = false; keptSeq = 0; kl[o] = 0; att = 0 };
+			break
+		:: d_step { CANSEND && count[o] == 0 && att < ATTEMPTS ->
+			att++;
+			oseq[o] = oseq[o] + 2; s = oseq[o] - 1;   /* op(count+1, lease, 2): one seq for the undo */
+			el[o] = 1; sw[o] = 0;
+			send(ACQ, s, 1, 0) };
+			/* fanOutTo returns: every node answered or timed out. */
+			d_step {
+				TALLY(R_OK);
+				/* Client.acquire: agreed >= need && validity > 0 */
+				won = k >= Q && VALID;
+				if
+				:: won ->
+					if :: keeping -> keeping = false; keptSeq = 0; kl[o] = 0 :: else -> skip fi; /* part of the hold now */
+#ifndef FENCE
+					/* startHold (no fencing) */
+					count[o] = 1; vl[o] = VLEFT; lost[o] = false;
+					printf("MSC t%d %c HOLDS the lock, valid for %d ticks\n", clock, 'A' + o, vl[o]);
+					CLAIM(o);
+					el[o] = 0; won = false; att = 0
+#else
+					/* drawToken (lock/fence.go), counter tokens: the highest
+					 * counter the attempt saw + 1. */
+					tok = gfen[o] + 1
+#endif
+				:: else ->
+					printf("MSC t%d %c's attempt fails (%d nodes agreed)\n", clock, 'A' + o, k);
+					/* contender.settle: keep what the attempt took when it
+					 * won the tie-breaker (and the Lock goes on); else undo
+					 * it, and what earlier attempts kept (abandon). */
+					if
+					:: got[o*N + TIE] == R_OK && att < ATTEMPTS ->
+						undo(s, 1, DLEFT, true);
+						keeping = true; keptSeq = s; kl[o] = DLEFT
+					:: else ->
+						if :: keeping -> releaseAll(keptSeq + 1, 0, kl[o]) :: else -> skip fi;
+						keeping = false; keptSeq = 0; kl[o] = 0;
+						undo(s, 1, DLEFT, false)
+					fi;
+					el[o] = 0
+				fi;
+				forget(); k = 0 };
+			if
+#ifdef FENCE
+			:: won ->
+				/* drawToken: write the token back to every node. */
+				d_step { CANSEND -> send(FEN, s, tok, 0) };
+				d_step {
+					TALLY(R_OK);
+					if
+					:: k >= Q && VALID ->
+						/* startHold */
+						count[o] = 1; vl[o] = VLEFT; lost[o] = false;
+						printf("MSC t%d %c HOLDS the lock: token %d, valid for %d ticks\n", clock, 'A' + o, tok, vl[o]);
+						CLAIM(o);
+						assert(crashed || tok > lastToken);         /* P4 */
+						if :: tok > lastToken -> lastToken = tok :: else -> skip fi;
+						att = 0
+					:: else ->
+						/* no token on a quorum: setBack(op, allNodes, validUntil) */
+						printf("MSC t%d %c's token was not stored on a quorum\n", clock, 'A' + o);
+						if :: VALID -> k = VLEFT :: else -> k = 1 fi;
+						releaseAll(s + 1, 0, k)
+					fi;
+					forget(); el[o] = 0; k = 0; tok = 0; won = false }
+#endif
+			:: else -> skip
+			fi;
+			s = 0
+		od
+	fi
+}
+
+/* unlockStep: hold.release (lock/unlock.go). */
+inline unlockStep() {
+	if
+	:: count[o] == 0 -> skip                           /* ErrNotHeld */
+	:: d_step { count[o] > 0 && (lost[o] || vl[o] == 0) ->
+		/* wasLost: clean ours once, keep the count balanced. */
+		oseq[o]++;
+		if :: count[o] == 1 -> releaseAll(oseq[o], 0, LEASE) :: else -> skip fi;
+		count[o]--;
+		if :: count[o] == 0 -> vl[o] = 0; lost[o] = false :: else -> skip fi;   /* settle, endHold */
+		printf("MSC t%d %c unlocks a lost hold: count %d\n", clock, 'A' + o, count[o]) }
+	:: d_step { CANSEND && count[o] > 0 && !lost[o] && vl[o] > 0 ->
+		oseq[o]++; s = oseq[o]; el[o] = 1;
+		if :: count[o] > 1 -> sw[o] = 0 :: else -> skip fi;
+		/* the last Unlock: its caller has left the critical section */
+		if :: count[o] == 1 -> vl[o] = 0 :: else -> skip fi;
+		send(REL, s, count[o] - 1, 0) };
+		d_step {
+			/* nodes that did not answer: releaseOn(op, retry, now + lease) */
+			if :: got[o*N] == 0 -> clean(0, s, count[o] - 1, DLEFT) :: else -> skip fi;
+			if :: got[o*N+1] == 0 -> clean(1, s, count[o] - 1, DLEFT) :: else -> skip fi;
+			if :: got[o*N+2] == 0 -> clean(2, s, count[o] - 1, DLEFT) :: else -> skip fi;
+			k = (got[o*N] == R_STILL || got[o*N] == R_GONE) +
+			    (got[o*N+1] == R_STILL || got[o*N+1] == R_GONE) +
+			    (got[o*N+2] == R_STILL || got[o*N+2] == R_GONE);
+			if
+			:: k >= Q ->
+				if
+				:: count[o] > 1 && VALID ->
+					if :: VLEFT > vl[o] -> vl[o] = VLEFT :: else -> skip fi;
+					CLAIM(o)
+				:: else -> skip
+				fi
+			:: else ->
+				TALLY(R_NOTHELD);
+				if
+				:: k > N - Q && count[o] > 1 -> loseHold()
+				:: k > N - Q && count[o] == 1 -> lost[o] = true    /* signalLoss */
+				:: else -> skip
+				fi
+			fi;
+			count[o]--;
+			if :: count[o] == 0 -> vl[o] = 0; lost[o] = false :: else -> skip fi;   /* settle */
+			printf("MSC t%d %c unlocked: count %d\n", clock, 'A' + o, count[o]);
+			forget(); s = 0; el[o] = 0; k = 0 }
+	fi
 }
 
 proctype owner(byte o) {
-	byte i, x, d, e, k, s, sq, c, dl, start, seen, tok, att, step, keepUntil, keptSeq, keptDl, renews, m, p, v, v0, f, slow;
-	bool stop;
-	int y;
-	bool keeping, won;
-	do
-	:: step < NSTEPS(o) ->
-		/* The watchdog (lock/renew.go Client.renewBatch) renews the hold
-		 * once, between steps. */
-		if
-		:: MAYRENEW(o) && renews == 0 && count[o] > 0 && !lost[o] && now < vu[o] ->
-			pickSlow();
-			d_step {
-			renews++;
-			oseq[o]++; s = oseq[o];
-			send(REN, count[o], 0) };
-			await();
-			d_step {
-			tally(R_OK);
-			if
-			:: k >= Q && now < start + LEASE - DRIFT ->
-				if :: start + LEASE - DRIFT > vu[o] -> vu[o] = start + LEASE - DRIFT :: else -> skip fi;
-				printf("MSC t%d %c renewed: valid until t%d\n", now, 'A' + o, vu[o]);
-				CLAIM(o)
-			:: else ->
-				tally(R_NOTHELD);
-				if :: k > N - Q -> lost[o] = true :: else -> skip fi  /* Outcome.Lost */
-			fi;
-			forget(); s = 0; start = 0; k = 0 }
-		:: true -> skip
-		fi;
-		if
-		:: ISLOCK(o, step) ->
-			/* Lock (hold.go lock / attempt) */
-			if
-			:: count[o] > 0 && lost[o] -> skip   /* isLost: ErrLost */
-			:: d_step { count[o] > 0 && !lost[o] && now >= vu[o] ->
-				loseHold() }                     /* re-entry past the deadline */
-			:: count[o] > 0 && !lost[o] && now < vu[o] ->
-				pickSlow();
-				d_step {
-				/* A re-entry: one attempt (lock/acquire.go Client.acquire). */
-				oseq[o] = oseq[o] + 2; s = oseq[o] - 1;
-				send(ACQ, count[o] + 1, 1) };
-				await();
-				d_step {
-				tally(R_OK);
-				if
-				:: k >= Q && now < start + LEASE - DRIFT ->
-					count[o]++;
-					if :: start + LEASE - DRIFT > vu[o] -> vu[o] = start + LEASE - DRIFT :: else -> skip fi;
-					printf("MSC t%d %c re-enters: count %d, valid until t%d\n", now, 'A' + o, count[o], vu[o]);
-					CLAIM(o)
-				:: else ->
-					undo(s, count[o] + 1, start + LEASE, false);
-					k = (got[o*N] == R_HELD || got[o*N] == R_STALE || got[o*N] == R_MISSING) +
-					    (got[o*N+1] == R_HELD || got[o*N+1] == R_STALE || got[o*N+1] == R_MISSING) +
-					    (got[o*N+2] == R_HELD || got[o*N+2] == R_STALE || got[o*N+2] == R_MISSING);
-					if :: k > N - Q -> loseHold() :: else -> skip fi
-				fi;
-				forget(); s = 0; start = 0; k = 0 }
-			:: count[o] == 0 ->
-				/* A first hold: up to ATTEMPTS attempts (hold.go lock's loop). */
-				d_step { att = 0; keepUntil = 255; keeping = false };
-				skip;
-				do
-				:: stop -> break
-				:: !stop && att == ATTEMPTS ->
-					/* The Lock call ends without the lock: contender.abandon. */
-					d_step { if :: keeping -> releaseAll(keptSeq + 1, 0, keptDl) :: else -> skip fi };
-					break
-				:: !stop && att < ATTEMPTS ->
-					pickSlow();
-					d_step {
-					att++;
-					oseq[o] = oseq[o] + 2; s = oseq[o] - 1;   /* one seq for the undo */
-					send(ACQ, 1, 0) };
-					await();
-					d_step { tally(R_OK); won = k >= Q && now < start + LEASE - DRIFT };
-					if
-					:: won ->
-						pickSlow();
-						d_step {
-						keeping = false;   /* what it kept is part of the hold now */
-						/* drawToken (lock/fence.go), counter tokens: the highest
-						 * counter the attempt saw + 1, written back to a quorum. */
-						seen = gfen[o*N];
-						if :: gfen[o*N+1] > seen -> seen = gfen[o*N+1] :: else -> skip fi;
-						if :: gfen[o*N+2] > seen -> seen = gfen[o*N+2] :: else -> skip fi;
-						tok = seen + 1; keptDl = start + LEASE - DRIFT; keptSeq = s;
-						forget(); won = false;
-						send(FEN, 0, tok) };
-						await();
-						d_step {
-						tally(R_OK);
-						if
-						:: k >= Q && now < keptDl ->
-							count[o] = 1; vu[o] = keptDl; lost[o] = false;   /* startHold */
-							printf("MSC t%d %c HOLDS the lock, token %d, valid until t%d\n", now, 'A' + o, tok, vu[o]);
-							CLAIM(o);
-							assert(crashed || tok > lastToken);             /* P4 */
-							if :: tok > lastToken -> lastToken = tok :: else -> skip fi;
-							forget(); keptDl = 0; keptSeq = 0; start = 0; k = 0; seen = 0; tok = 0;
-							stop = true
-						:: else ->
-							/* No token on a quorum: setBack on every node. */
-							releaseAll(keptSeq + 1, 0, keptDl);
-							keptDl = 0; keptSeq = 0
-						fi }
-					:: !won -> d_step {
-						printf("MSC t%d %c's attempt fails (%d nodes agreed)\n", now, 'A' + o, k);
-						/* contender.settle: keep what the attempt took when it won
-						 * the tie-breaker, for at most one lease per Lock call. */
-						won = got[o*N + TIE] == R_OK;
-						if :: won && keepUntil == 255 -> keepUntil = now + LEASE :: else -> skip fi;
-						if
-						:: won && now < keepUntil ->
-							undo(s, 1, start + LEASE, true);
-							keeping = true; keptSeq = s; keptDl = start + LEASE
-						:: else ->
-							if :: keeping -> releaseAll(keptSeq + 1, 0, keptDl) :: else -> skip fi;
-							keeping = false; keptSeq = 0; keptDl = 0;
-							undo(s, 1, start + LEASE, false)
-						fi;
-						won = false }
-					fi;
-					d_step { forget(); start = 0; k = 0; seen = 0; tok = 0 };
-					skip
-				od;
-				skip;
-				d_step { att = 0; keepUntil = 0; keeping = false; keptSeq = 0; keptDl = 0; s = 0; stop = false }
-			fi
-		:: else ->
-			/* Unlock (lock/unlock.go hold.release) */
-			if
-			:: count[o] == 0 -> skip   /* ErrNotHeld */
-			:: d_step { count[o] > 0 && (lost[o] || now >= vu[o]) ->
-				/* wasLost: clean ours once, keep the count balanced. */
-				oseq[o]++;
-				if :: count[o] == 1 -> releaseAll(oseq[o], 0, now + LEASE) :: else -> skip fi;
-				k = count[o] - 1;
-				settleCount(k);
-				k = 0 }
-			:: count[o] > 0 && !lost[o] && now < vu[o] ->
-				pickSlow();
-				d_step {
-				oseq[o]++; s = oseq[o]; keptDl = now + LEASE;
-				/* The last Unlock: its caller has left the critical section,
-				 * so P1 no longer counts this hold from here on. */
-				if :: count[o] == 1 -> vu[o] = 0 :: else -> skip fi;
-				send(REL, count[o] - 1, 0) };
-				await();
-				d_step {
-				/* nodes that did not answer: releaseOn(op, retry, deadline) */
-				d = 0;
-				do
-				:: d < N -> if :: got[o*N+d] == 0 -> clean(d, s, count[o] - 1, keptDl) :: else -> skip fi; d++
-				:: else -> break
-				od;
-				k = (got[o*N] == R_STILL || got[o*N] == R_GONE) +
-				    (got[o*N+1] == R_STILL || got[o*N+1] == R_GONE) +
-				    (got[o*N+2] == R_STILL || got[o*N+2] == R_GONE);
-				if
-				:: k >= Q ->
-					if
-					:: count[o] > 1 && now < start + LEASE - DRIFT ->
-						if :: start + LEASE - DRIFT > vu[o] -> vu[o] = start + LEASE - DRIFT :: else -> skip fi;
-						CLAIM(o)
-					:: else -> skip
-					fi
-				:: else ->
-					tally(R_NOTHELD);
-					if
-					:: k > N - Q && count[o] > 1 -> loseHold()
-					:: k > N - Q && count[o] == 1 -> lost[o] = true  /* signalLoss */
-					:: else -> skip
-					fi
-				fi;
-				k = count[o] - 1;
-				settleCount(k);
-				printf("MSC t%d %c unlocked: count %d\n", now, 'A' + o, count[o]);
-				forget(); s = 0; start = 0; k = 0; d = 0; keptDl = 0 }
-			fi
-		fi;
-		step++
-	:: else -> break
-	od;
-	done[o] = true;
-	step = 0; renews = 0
+	byte s, att, k, tok, keptSeq;
+	bool won, keeping;
+	short y;
+	if
+	:: o == 0 ->
+		lockStep();
+#ifdef REENTRY
+		lockStep(); unlockStep();
+#endif
+		unlockStep()
+#ifdef AGAIN
+		; lockStep()
+#endif
+	:: else ->
+		lockStep()
+#ifdef BUNLOCK
+		; unlockStep()
+#endif
+	fi;
+	done[o] = true
 }
 
 init {
