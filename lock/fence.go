@@ -60,24 +60,46 @@ func nextToken(mode TokenMode, seen int64, now time.Time) int64 {
 	return token
 }
 
+// fenceDraws bounds how many tokens drawToken draws for one hold.
+const fenceDraws = 3
+
 // drawToken makes the token of a new hold and writes it back to a quorum.
 // It fails with a *QuorumError when fewer than a quorum stored it before
 // validUntil: the token must not be handed out then, since a later holder
 // might not see it.
+//
+// The counter read on the acquire quorum (seen) is not enough on its own:
+// the acquire may have read a node before an earlier holder's write-back
+// landed there, on a node that holder's acquire never reached, so the
+// quorums met but the read missed the write. Each write-back therefore
+// reports the counter it found, and a token some node already had is drawn
+// again above it. The earlier holder's write-back reached a quorum before
+// its hold began, so before this hold's write-back: one node of this
+// quorum reports it. (Found by the SPIN model; model/README.md.)
 func (c *Client) drawToken(ctx context.Context, key reentrant.Key, mode TokenMode, seen int64, validUntil time.Time) (int64, error) {
-	token := nextToken(mode, seen, time.Now())
-	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (int64, error) {
-		return n.RaiseFence(ctx, key, token)
-	})
-	stored := 0
-	for _, r := range replies {
-		if r.err == nil && r.value >= token {
-			stored++
+	for draw := 1; ; draw++ {
+		token := nextToken(mode, seen, time.Now())
+		replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (int64, error) {
+			return n.RaiseFence(ctx, key, token)
+		})
+		stored, taken := 0, false
+		for _, r := range replies {
+			if r.err != nil {
+				continue
+			}
+			stored++ // the counter is at least token now
+			if r.value >= token {
+				taken, seen = true, max(seen, r.value)
+			}
 		}
+		late := !time.Now().Before(validUntil)
+		if taken && !late && draw < fenceDraws && stored >= c.quorum {
+			continue
+		}
+		if taken || stored < c.quorum || late {
+			return 0, &QuorumError{Op: "fence", Needed: c.quorum, Agreed: stored,
+				Late: stored >= c.quorum, Nodes: failures(c, replies)}
+		}
+		return token, nil
 	}
-	if stored < c.quorum || !time.Now().Before(validUntil) {
-		return 0, &QuorumError{Op: "fence", Needed: c.quorum, Agreed: stored,
-			Late: stored >= c.quorum, Nodes: failures(c, replies)}
-	}
-	return token, nil
 }

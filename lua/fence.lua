@@ -5,11 +5,14 @@
 -- KEYS[1] fencing counter
 -- ARGV[1] token
 --
--- Returns the counter after the call.
+-- Returns the counter before the call. One at or above the token means the
+-- token may have been handed out already: an acquire can read a node's
+-- counter before an earlier holder's write-back lands there (a node that
+-- earlier holder never held), and draw the same token (found by the SPIN
+-- model, model/README.md). The caller then draws again above it.
 local current = fenceCounter(KEYS[1])
 local token = tonumber(ARGV[1])
 if token > current then
   redis.call('SET', KEYS[1], ARGV[1])
-  return token
 end
 return current

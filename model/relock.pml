@@ -92,7 +92,7 @@
 /* checksum lua/acquire.lua sha256:ab6ea1c11d0765f6538d910413f06ec6dc378eb9182d357e5a1890baeb96d68e */
 /* checksum lua/release.lua sha256:72c5a576234cf97ea9248e431fb8a4f5517a0a15563311e0bedf83873753de51 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
-/* checksum lua/fence.lua sha256:2965daa1ddfb747e50e329fb6292e3d492464dd0676c1b37653d793b8b4fbb02 */
+/* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 
 #define N 3              /* nodes */
 #define Q 2              /* quorum: lock/validity.go quorum(3) */
@@ -108,6 +108,9 @@
 #define NL (LEASE - DRIFT)   /* a TTL of one lease, on a fast node clock */
 #ifndef MAXDELAY
 #define MAXDELAY 0       /* below NL: a tombstone outlives the requests it guards against */
+#endif
+#ifndef FDRAWS
+#define FDRAWS 3             /* drawToken's draws at most (fence.go fenceDraws) */
 #endif
 #ifndef ATTEMPTS
 #define ATTEMPTS 1
@@ -136,14 +139,14 @@ mtype = {
 	REL,         /* release.lua */
 	REN,         /* renew.lua */
 	FEN,         /* fence.lua */
-	R_OK,        /* acquire {1, count}; renew 1; fence: counter >= token */
+	R_OK,        /* acquire {1, count}; renew 1; fence: it was below the token */
 	R_HELD,      /* acquire {0, pttl}: another owner holds it */
 	R_STALE,     /* acquire {2, -2}: refused by the tombstone */
 	R_MISSING,   /* acquire {3, -2}: a re-entry found no hold */
 	R_NOTHELD,   /* release 0, renew 0 */
 	R_STILL,     /* release 1 */
 	R_GONE,      /* release 2 */
-	R_LOW        /* fence: the counter stayed below the token */
+	R_TAKEN      /* fence: the counter was at or above the token already */
 };
 
 /* A foreground request: kind, seq, count (a fence's token), re-entry flag,
@@ -299,9 +302,10 @@ inline script(d, p, k, sq, c, fl) {
 			r = R_OK
 		fi
 	:: k == FEN ->
-		/* lua/fence.lua: raise the counter to the token; return the counter */
-		if :: c > nfence[d] -> nfence[d] = c :: else -> skip fi;
-		if :: nfence[d] >= c -> r = R_OK :: else -> r = R_LOW fi
+		/* lua/fence.lua: raise the counter to the token; return the
+		 * counter it found (f) */
+		f = nfence[d];
+		if :: c > nfence[d] -> nfence[d] = c; r = R_OK :: else -> r = R_TAKEN fi
 	fi;
 	e = 0; g = 0
 }
@@ -321,7 +325,7 @@ inline script(d, p, k, sq, c, fl) {
 				clock, P % N, MKIND(m), 'A' + P / N, MSEQ(m), MCNT(m), r); \
 			if \
 			:: !MORPHAN(m) && wk[P / N] == MKIND(m) && ws[P / N] == MSEQ(m) && got[P] == 0 -> got[P] = r; \
-				if :: MKIND(m) == ACQ && f > gfen[P / N] -> gfen[P / N] = f :: else -> skip fi \
+				if :: (MKIND(m) == ACQ || MKIND(m) == FEN) && f > gfen[P / N] -> gfen[P / N] = f :: else -> skip fi \
 			:: else -> skip \
 			fi \
 		:: else -> printf("MSC t%d node %d is down: %c's request seq %d is lost\n", clock, P % N, 'A' + P / N, MSEQ(m)) \
@@ -632,26 +636,46 @@ inline lockStep() {
 			if
 #ifdef FENCE
 			:: won ->
-				/* drawToken: write the token back to every node. */
-				d_step { CANSEND -> send(FEN, s, tok, 0) };
-				d_step {
-					TALLY(R_OK);
-					if
-					:: k >= Q && VALID ->
-						/* startHold */
-						count[o] = 1; vl[o] = VLEFT; lost[o] = false;
-						printf("MSC t%d %c HOLDS the lock: token %d, valid for %d ticks\n", clock, 'A' + o, tok, vl[o]);
-						CLAIM(o);
-						assert(crashed || tok > lastToken);         /* P4 */
-						if :: tok > lastToken -> lastToken = tok :: else -> skip fi;
-						att = 0
-					:: else ->
-						/* no token on a quorum: setBack(op, allNodes, validUntil) */
-						printf("MSC t%d %c's token was not stored on a quorum\n", clock, 'A' + o);
-						if :: VALID -> k = VLEFT :: else -> k = 1 fi;
-						releaseAll(s + 1, 0, k)
-					fi;
-					forget(); el[o] = 0; k = 0; tok = 0; won = false }
+				/* drawToken: write the token back to every node; a token
+				 * some node had already is drawn again above the highest
+				 * counter found, up to FDRAWS draws (fenceDraws). Each
+				 * draw is its own fan-out: fs is its seq. */
+				fs = s; again = true;
+				do
+				:: again ->
+					d_step { CANSEND -> send(FEN, fs, tok, 0) };
+					d_step {
+						TALLY(R_TAKEN); tk = k;
+						k = k + (got[o*N] == R_OK) + (got[o*N+1] == R_OK) + (got[o*N+2] == R_OK);
+						again = tk > 0 && k >= Q && VALID && draws + 1 < FDRAWS;
+						if
+						:: again ->
+							draws++; tok = gfen[o] + 1;
+							assert(tok <= 3);         /* the token's bits in a message */
+							printf("MSC t%d %c's token was at a node already: draws again, token %d\n", clock, 'A' + o, tok);
+							forget(); oseq[o]++; fs = oseq[o]; k = 0; tk = 0
+						:: else -> skip
+						fi }
+				:: else ->
+					d_step {
+						if
+						:: tk == 0 && k >= Q && VALID ->
+							/* startHold */
+							count[o] = 1; vl[o] = VLEFT; lost[o] = false;
+							printf("MSC t%d %c HOLDS the lock: token %d, valid for %d ticks\n", clock, 'A' + o, tok, vl[o]);
+							CLAIM(o);
+							assert(crashed || tok > lastToken);         /* P4 */
+							if :: tok > lastToken -> lastToken = tok :: else -> skip fi;
+							att = 0
+						:: else ->
+							/* no token on a quorum: setBack(op, allNodes, validUntil) */
+							printf("MSC t%d %c's token was not stored on a quorum\n", clock, 'A' + o);
+							if :: VALID -> k = VLEFT :: else -> k = 1 fi;
+							releaseAll(s + 1, 0, k)
+						fi;
+						forget(); el[o] = 0; k = 0; tk = 0; tok = 0; fs = 0; draws = 0; won = false };
+					break
+				od
 #endif
 			:: else -> skip
 			fi;
@@ -711,6 +735,10 @@ inline unlockStep() {
 proctype owner(byte o) {
 	byte s, att, k, tok, keptSeq;
 	bool won, keeping;
+#ifdef FENCE
+	byte fs, tk, draws;   /* drawToken: the draw's seq, nodes that had its token, draws made */
+	bool again;
+#endif
 	short y;
 	if
 	:: o == 0 ->

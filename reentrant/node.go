@@ -411,7 +411,8 @@ func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool
 const forceUnlockTries = 3
 
 // RaiseFence raises the lock's fencing counter to at least token and returns
-// the counter afterwards.
+// the counter as it was before: at or above token, the token may have been
+// drawn by another holder already (see lua/fence.lua).
 func (n *Node) RaiseFence(ctx context.Context, key Key, token int64) (int64, error) {
 	r, err := n.calls.run(ctx, lua.Fence, []string{key.Fence}, token).Int64()
 	if err != nil {
