@@ -77,7 +77,14 @@ func acquireKeys(op Op) []string {
 
 // acquireArgs are the ARGV of the acquire script for op.
 func acquireArgs(op Op) []any {
-	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op)}
+	return appendAcquireArgs(append(make([]any, 0, 9), op.Owner), op, op.Lease.Milliseconds())
+}
+
+// appendAcquireArgs appends the acquire script's ARGV after the owner
+// (ARGV[1]) to argv, with lease as ARGV[2]: one list for a lone call and a
+// prepared one.
+func appendAcquireArgs(argv []any, op Op, lease any) []any {
+	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op))
 }
 
 // queueRule is the acquire script's ARGV[8]: 1 for Op.Fair, 2 for
@@ -107,7 +114,12 @@ func releaseKeys(op Op) []string {
 // releaseArgs are the ARGV of the release script for op, publishing
 // releaseID when it frees the lock.
 func releaseArgs(op Op, releaseID string) []any {
-	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID, op.Wake.luaFlag()}
+	return appendReleaseArgs(append(make([]any, 0, 6), op.Owner), op, op.Lease.Milliseconds(), releaseID)
+}
+
+// appendReleaseArgs is appendAcquireArgs for the release script.
+func appendReleaseArgs(argv []any, op Op, lease any, releaseID string) []any {
+	return append(argv, lease, op.Count, op.Seq, releaseID, wakeArg(op.Wake))
 }
 
 // acquisitionOf reads the acquire script's reply {outcome, count or pttl,
@@ -220,7 +232,7 @@ func (p *prepared) leaseArgOf(op Op) any {
 func (p *prepared) acquireCall(op Op) preparedCall {
 	argv := make([]any, len(p.acquireArgv), len(p.acquireArgv)+7)
 	copy(argv, p.acquireArgv)
-	argv = append(argv, p.leaseArgOf(op), op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op))
+	argv = appendAcquireArgs(argv, op, p.leaseArgOf(op))
 	return preparedCall{scriptCall{lua.Acquire, p.acquireKeys, argv[3+len(p.acquireKeys):]}, argv}
 }
 
@@ -228,7 +240,7 @@ func (p *prepared) acquireCall(op Op) preparedCall {
 func (p *prepared) releaseCall(op Op, releaseID string) preparedCall {
 	argv := make([]any, len(p.releaseArgv), len(p.releaseArgv)+5)
 	copy(argv, p.releaseArgv)
-	argv = append(argv, p.leaseArgOf(op), op.Count, op.Seq, releaseID, wakeArg(op.Wake))
+	argv = appendReleaseArgs(argv, op, p.leaseArgOf(op), releaseID)
 	return preparedCall{scriptCall{lua.Release, p.releaseKeys, argv[3+len(p.releaseKeys):]}, argv}
 }
 
