@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/integration/fixture"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/lua"
 	"github.com/relock-go/relock/reentrant"
@@ -267,4 +268,110 @@ func upTo(n int) []int {
 		out[i] = i
 	}
 	return out
+}
+
+// TestTombstoneRefusedCopyOfARetriedAcquire: go-redis retries a call whose
+// reply did not come over a new connection, so two copies of one acquire
+// may be on their way and the owner reads only one reply. When the copy it
+// reads was refused (another owner held the lock), the owner counts the
+// node as refused and never undoes anything there; the other copy, landing
+// after the holder's release, must then not take the lock. For each acquire
+// script (a Mutex's, an RWMutex's read hold, a semaphore's): the refusal,
+// through a client that retries, buries the call's sequence number, and the
+// same call landing once the lock is free is refused as stale and leaves
+// the lock free. Through a client that never retries the refusal writes
+// nothing (no copy can follow), and the same call then takes the lock.
+func TestTombstoneRefusedCopyOfARetriedAcquire(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 20*time.Second)
+	addr := c.Nodes[0].Addr()
+	retrying := redis.NewClient(&redis.Options{Addr: addr}) // go-redis's defaults: 3 retries
+	t.Cleanup(func() { _ = retrying.Close() })
+	once := redis.NewClient(fixture.FixtureOptions(addr)) // MaxRetries -1
+	t.Cleanup(func() { _ = once.Close() })
+	direct := c.Nodes[0].Direct()
+
+	lockKey, semKey := mustKey(t, "tomb:twice"), mustSemKey(t, "tomb:twice:sem")
+	cases := []struct {
+		name string
+		key  reentrant.Key
+		// holder is the op that makes the lock not free for waiter.
+		holder, waiter func(owner string) reentrant.Op
+		tomb           func(owner string) string
+	}{
+		{"mutex", lockKey,
+			func(o string) reentrant.Op {
+				return reentrant.Op{Key: lockKey, Owner: o, Lease: 30 * time.Second, Count: 1, Seq: 1}
+			},
+			func(o string) reentrant.Op {
+				return reentrant.Op{Key: lockKey, Owner: o, Lease: 30 * time.Second, Count: 1, Seq: 7}
+			},
+			lockKey.Tombstone},
+		{"read hold", lockKey,
+			func(o string) reentrant.Op {
+				return reentrant.Op{Key: lockKey, Owner: o, Lease: 30 * time.Second, Count: 1, Seq: 1}
+			},
+			func(o string) reentrant.Op {
+				return reentrant.Op{Key: lockKey, Owner: o, Lease: 30 * time.Second, Count: 1, Seq: 7, Mode: reentrant.Read}
+			},
+			lockKey.ReadTombstone},
+		{"semaphore", semKey,
+			func(o string) reentrant.Op {
+				return reentrant.Op{Key: semKey, Owner: o, Lease: 30 * time.Second, Count: 1, Seq: 1, Mode: reentrant.Semaphore, Permits: 1, Capacity: 1}
+			},
+			func(o string) reentrant.Op {
+				return reentrant.Op{Key: semKey, Owner: o, Lease: 30 * time.Second, Count: 1, Seq: 7, Mode: reentrant.Semaphore, Permits: 1, Capacity: 1}
+			},
+			semKey.Tombstone},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, client := range []struct {
+				name    string
+				rdb     *redis.Client
+				retries bool
+			}{{"retrying client", retrying, true}, {"client without retries", once, false}} {
+				require.NoError(t, direct.FlushAll(ctx).Err())
+				holderNode, waiterNode := reentrant.NewNode(once, 0), reentrant.NewNode(client.rdb, 0)
+				holder, waiter := tc.holder("h:1"), tc.waiter("w:1")
+
+				a, err := holderNode.Acquire(ctx, holder)
+				require.NoError(t, err)
+				require.True(t, a.Acquired, "%s: the holder takes it", client.name)
+
+				a, err = waiterNode.Acquire(ctx, waiter)
+				require.NoError(t, err)
+				require.False(t, a.Acquired, "%s: refused while held", client.name)
+				require.False(t, a.Stale, "%s: refused as contention", client.name)
+				tombs := direct.Exists(ctx, tc.tomb(waiter.Owner)).Val()
+				if !client.retries {
+					require.Zero(t, tombs, "%s: a refusal writes nothing when no copy can follow", client.name)
+				} else {
+					require.EqualValues(t, 1, tombs, "%s: the refusal buries the call", client.name)
+					ttl := direct.PTTL(ctx, tc.tomb(waiter.Owner)).Val()
+					require.Greater(t, ttl, time.Duration(0), "%s: the tombstone expires", client.name)
+					require.LessOrEqual(t, ttl, waiter.Lease, "%s: within the call's lease", client.name)
+				}
+
+				release := holder
+				release.Count, release.Seq = 0, 2
+				r, err := holderNode.Release(ctx, release, "rel")
+				require.NoError(t, err)
+				require.Equal(t, reentrant.Released, r, "%s", client.name)
+
+				// The other copy of the waiter's call lands now.
+				a, err = waiterNode.Acquire(ctx, waiter)
+				require.NoError(t, err)
+				if client.retries {
+					require.True(t, a.Stale, "%s: the later copy is refused as stale: %+v", client.name, a)
+					require.False(t, a.Acquired, "%s", client.name)
+					left := direct.Keys(ctx, "*").Val()
+					require.ElementsMatch(t, []string{tc.tomb(waiter.Owner), tc.key.Tombstone(holder.Owner)}, left,
+						"%s: the lock stays free, only the two owners' tombstones are left", client.name)
+				} else {
+					require.True(t, a.Acquired, "%s: no guard without retries: %+v", client.name, a)
+				}
+			}
+		})
+	}
 }

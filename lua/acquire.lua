@@ -24,7 +24,10 @@
 --         prelude.lua) is refused with {4, -2, fence}, and the owner joins
 --         the queue; the owner it was handed to takes it and ends the
 --         reservation
--- ARGV[9] '1' (with KEYS[6..8]) when the owner waits for the write hold: a
+-- ARGV[9] '1' when the owner's client may send this call twice (go-redis
+--         retries): a refusal buries its sequence number (see refused in
+--         prelude.lua)
+-- ARGV[10] '1' (with KEYS[6..8]) when the owner waits for the write hold: a
 --         refusal leaves its mark, so that new readers wait behind it
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
@@ -79,6 +82,7 @@ local reentry = ARGV[5] == '1'
 local ticket = tonumber(ARGV[7])
 local deadlines = ARGV[8] == '1' and KEYS[5] or nil
 local reservation = ARGV[8] == '2' and KEYS[5] or nil
+local twice = ARGV[9] == '1'
 local fence = 0
 if ARGV[6] == '1' then
   fence = fenceCounter(KEYS[2])
@@ -94,8 +98,9 @@ if size > 0 then
   local own = (held and 1 or 0) + (last > 0 and 1 or 0)
   if size > own then
     local ttl = redis.call('PTTL', key)
+    refused(KEYS[3], seq, lease, twice)
     enqueue(KEYS[4], owner, ticket, ttl, lease, deadlines)
-    if KEYS[8] and ARGV[9] == '1' then
+    if KEYS[8] and ARGV[10] == '1' then
       ttl = markWaiting(KEYS[8], owner, lease, ttl)
     end
     return {0, ttl, fence}
@@ -116,19 +121,22 @@ end
 -- Free here. A fair lock goes to the head of its queue: anyone else joins
 -- the queue (or is refused) and takes nothing.
 if deadlines and not held and aheadOf(KEYS[4], deadlines, owner) then
+  refused(KEYS[3], seq, lease, twice)
   enqueue(KEYS[4], owner, ticket, -2, lease, deadlines)
   return {4, -2, fence}
 end
 -- A Mutex just handed off to another owner waits for it a moment.
 local handedTo = reservation and not held and reservedFor(reservation)
 if handedTo and handedTo ~= owner then
+  refused(KEYS[3], seq, lease, twice)
   enqueue(KEYS[4], owner, ticket, -2, lease, nil)
   return {4, -2, fence}
 end
 if KEYS[6] then
   local wait = otherReaders(KEYS[6], KEYS[7], owner)
   if wait >= 0 then
-    if ARGV[9] == '1' then
+    refused(KEYS[3], seq, lease, twice)
+    if ARGV[10] == '1' then
       wait = markWaiting(KEYS[8], owner, lease, wait)
     end
     return {0, wait, fence}

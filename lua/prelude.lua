@@ -113,6 +113,21 @@ local function bury(tomb, seq, ttl)
   end
 end
 
+-- refused is called by an acquire that changes nothing because the lock is
+-- not free for the owner (another holder, another owner's turn). twice says
+-- that the owner's client may send this same call more than once (go-redis
+-- retries a call whose reply did not come, over a new connection): the
+-- copy the client did not read may still land later, find the lock free
+-- and take it for an owner that counted this node as refused, so never
+-- undoes it here, and the hold would stay until its lease ends. Burying the
+-- call's sequence number (for its lease, as an undo would) makes every
+-- later copy stale. The owner's next operations are numbered above it.
+local function refused(tomb, seq, lease, twice)
+  if twice then
+    bury(tomb, seq, lease)
+  end
+end
+
 -- The wait queue. A lock's queue is a sorted set beside it (same hash tag)
 -- on the node that breaks the lock's ties: the owners waiting for the lock,
 -- each scored by the ticket it drew when it began to wait. A release there

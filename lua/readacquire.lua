@@ -8,6 +8,8 @@
 -- ARGV[1] owner field   ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
 -- ARGV[5] '1' for a re-entry: only count up a read hold the owner still has
+-- ARGV[6] '1' when the owner's client may send this call twice: a refusal
+--         buries its sequence number (see refused in prelude.lua)
 --
 -- Returns as acquire.lua does, fence always 0: {1, count, 0} when the owner
 -- reads here afterwards; {0, pttl, 0} when it must wait: another owner holds
@@ -23,9 +25,11 @@ local lock, readers, leases, mark = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner = ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local reentry = ARGV[5] == '1'
+local twice = ARGV[6] == '1'
 
 local writes, wlast = ownHold(lock, owner)
 if hashSize(lock) > (writes and 1 or 0) + (wlast > 0 and 1 or 0) then
+  refused(KEYS[5], seq, lease, twice)
   return {0, redis.call('PTTL', lock), 0}
 end
 local held, last, now = ownRead(readers, leases, owner)
@@ -41,6 +45,7 @@ else
   end
   local who = markOf(mark)
   if not writes and who ~= '' and who ~= owner then
+    refused(KEYS[5], seq, lease, twice)
     return {0, redis.call('PTTL', mark), 0}
   end
 end

@@ -6,6 +6,8 @@
 -- ARGV[4] operation sequence number of this owner (newer operations only)
 -- ARGV[5] '1' for a repair that must not create a hold afresh (a re-entry)
 -- ARGV[6] n, the permits   ARGV[7] k, the capacity
+-- ARGV[8] '1' when the owner's client may send this call twice: a refusal
+--         buries its sequence number (see refused in prelude.lua)
 --
 -- The replies have the shapes of acquire.lua's, fence always 0:
 -- {1, count, 0} the owner holds its permits here afterwards;
@@ -26,6 +28,7 @@ local permits, leases, owner = KEYS[1], KEYS[2], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local reentry = ARGV[5] == '1'
 local n, k = tonumber(ARGV[6]), tonumber(ARGV[7])
+local twice = ARGV[8] == '1'
 
 local now = serverTime()
 dropEnded(permits, leases, now, semRoles)
@@ -45,6 +48,7 @@ if seq <= buried(KEYS[3]) then
 end
 local used, soonest = others(permits, leases, owner)
 if used + n > k then
+  refused(KEYS[3], seq, lease, twice)
   if soonest == 0 then
     return {0, -1, 0} -- n alone exceeds k: no lease to wait for
   end

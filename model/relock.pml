@@ -88,8 +88,8 @@
  * in a key the model does not have): their lines were updated with no
  * model change.
  */
-/* checksum lua/prelude.lua sha256:3625903a03a08ee3e3fc81c439d6f5b02eca21accf74ad69bcd0871707a8120a */
-/* checksum lua/acquire.lua sha256:ab6ea1c11d0765f6538d910413f06ec6dc378eb9182d357e5a1890baeb96d68e */
+/* checksum lua/prelude.lua sha256:7eaaae39c08cc35dc36d881df53f3f5b986a4799b0834cf82b37f87e9a0de5f5 */
+/* checksum lua/acquire.lua sha256:78ace4c166d9940dbe3047024c40dbf6d16e38ef5274590ffc4e638a99d51b82 */
 /* checksum lua/release.lua sha256:72c5a576234cf97ea9248e431fb8a4f5517a0a15563311e0bedf83873753de51 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
@@ -258,6 +258,12 @@ inline script(d, p, k, sq, c, fl) {
 		g = (d)*2 + 1 - (p);
 		if
 		:: ncnt[g] > 0 ->
+#if DUPS > 0
+			/* refused(KEYS[3], seq, lease, twice): a client that retries
+			 * (Node.noRetries false) sends twice = 1, and a refusal buries
+			 * the call's seq, so its other copy is stale when it lands */
+			bury(e, sq);
+#endif
 			r = R_HELD                   /* size > own: return {0, ttl, fence} */
 		:: ncnt[g] == 0 && ncnt[e] > 0 && sq <= nseq[e] ->
 			r = R_OK                     /* seq <= last: return {1, held or 0, fence} */

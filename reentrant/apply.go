@@ -42,6 +42,7 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 			call = op.releaseCall(ch.ReleaseID)
 		} else {
 			results[i].Err = op.check(1)
+			op.twice = !n.noRetries
 			call = op.acquireCall()
 		}
 		if results[i].Err == nil {
@@ -77,14 +78,14 @@ func acquireKeys(op Op) []string {
 
 // acquireArgs are the ARGV of the acquire script for op.
 func acquireArgs(op Op) []any {
-	return appendAcquireArgs(append(make([]any, 0, 9), op.Owner), op, op.Lease.Milliseconds())
+	return appendAcquireArgs(append(make([]any, 0, 10), op.Owner), op, op.Lease.Milliseconds())
 }
 
 // appendAcquireArgs appends the acquire script's ARGV after the owner
 // (ARGV[1]) to argv, with lease as ARGV[2]: one list for a lone call and a
 // prepared one.
 func appendAcquireArgs(argv []any, op Op, lease any) []any {
-	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op))
+	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op), flag(op.twice))
 }
 
 // queueRule is the acquire script's ARGV[8]: 1 for Op.Fair, 2 for
@@ -230,7 +231,7 @@ func (p *prepared) leaseArgOf(op Op) any {
 
 // acquireCall is op.acquireCall, from p: the same script, KEYS and ARGV.
 func (p *prepared) acquireCall(op Op) preparedCall {
-	argv := make([]any, len(p.acquireArgv), len(p.acquireArgv)+7)
+	argv := make([]any, len(p.acquireArgv), len(p.acquireArgv)+8)
 	copy(argv, p.acquireArgv)
 	argv = appendAcquireArgs(argv, op, p.leaseArgOf(op))
 	return preparedCall{scriptCall{lua.Acquire, p.acquireKeys, argv[3+len(p.acquireKeys):]}, argv}

@@ -35,7 +35,7 @@ func (op Op) acquireCall() scriptCall {
 		k := op.Key
 		return scriptCall{lua.ReadAcquire,
 			[]string{k.Lock, k.Readers(), k.ReadLeases(), k.WriterWaiting(), k.ReadTombstone(op.Owner)},
-			[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry)}}
+			[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), flag(op.twice)}}
 	case Write:
 		k := op.Key
 		return scriptCall{lua.Acquire,

@@ -146,6 +146,11 @@ type Op struct {
 	// prepared, set by Prepare, holds the parts of op's script calls that
 	// its copies share.
 	prepared *prepared
+	// twice, set by the Node that sends an acquire, says that its client
+	// may send the call more than once (go-redis retries): the scripts then
+	// bury the call's sequence number when they refuse it, so that a copy
+	// landing later cannot take the lock behind the owner's back.
+	twice bool
 }
 
 // Prepare returns op with the parts of its acquire and release script
@@ -262,6 +267,7 @@ func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
 	if err := op.check(1); err != nil {
 		return Acquisition{}, err
 	}
+	op.twice = !n.noRetries
 	var cmd *redis.Cmd
 	if p := op.prepared; p.fits(op) {
 		cmd = n.calls.runPrepared(ctx, p.acquireCall(op))

@@ -55,7 +55,7 @@ func (op Op) checkPermits() error {
 // script calls; their replies have the shapes of a lock's.
 func semAcquireCall(op Op) scriptCall {
 	return scriptCall{lua.SemAcquire, []string{op.Key.Lock, op.Key.Leases, op.Key.Tombstone(op.Owner)},
-		[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), op.Permits, op.Capacity}}
+		[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, flag(op.Reentry), op.Permits, op.Capacity, flag(op.twice)}}
 }
 
 func semReleaseCall(op Op, releaseID string) scriptCall {
