@@ -4,6 +4,8 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -58,3 +60,84 @@ func TestScriptsTouchOnlyTheKeysTheyAreGiven(t *testing.T) {
 var allScripts = []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect, lua.ForceUnlock, lua.Fence,
 	lua.ReadAcquire, lua.ReadRelease, lua.ReadRenew,
 	lua.SemAcquire, lua.SemRelease, lua.SemRenew, lua.SemInspect}
+
+// The tests below guard the cutting of the helper files (lua.go, library):
+// each script carries only the helpers it calls, and a helper left out
+// would fail only when a call reaches the line that needs it.
+
+// helperFiles are the files of helpers that scripts are given parts of.
+var helperFiles = []string{"prelude.lua", "semaphore.lua"}
+
+// topLevel matches the lines a helper file may hold at its top level, so
+// that cutting it at its definitions loses no statement.
+var topLevel = regexp.MustCompile(`^(--.*|local function [A-Za-z_][A-Za-z0-9_]*\(.*|local [A-Za-z_][A-Za-z0-9_]* = .*|end|)$`)
+
+var definition = regexp.MustCompile(`(?m)^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)`)
+
+func TestHelperFilesHoldOnlyDefinitionsAtTheirTopLevel(t *testing.T) {
+	for _, name := range helperFiles {
+		for i, line := range strings.Split(readFile(t, name), "\n") {
+			if line != "" && line[0] != ' ' && !topLevel.MatchString(line) {
+				t.Errorf("%s:%d: a top-level statement that is no definition: %q", name, i+1, line)
+			}
+		}
+	}
+	if topLevel.MatchString("redis.call('DEL', KEYS[1])") {
+		t.Fatal("the check lets a statement through")
+	}
+}
+
+func TestNoScriptPutsACommentMarkInAString(t *testing.T) {
+	// lua.go reads a line's code as the part before its first "--".
+	files, err := filepath.Glob("*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts found: %v", err)
+	}
+	for _, name := range files {
+		for i, line := range strings.Split(readFile(t, name), "\n") {
+			before, _, _ := strings.Cut(line, "--")
+			if strings.Count(before, "'")%2 != 0 || strings.Count(before, `"`)%2 != 0 {
+				t.Errorf("%s:%d: \"--\" inside a string: %q", name, i+1, line)
+			}
+		}
+	}
+}
+
+func TestScriptsDefineEveryHelperTheyCall(t *testing.T) {
+	var helpers []string
+	for _, name := range helperFiles {
+		for _, m := range definition.FindAllStringSubmatch(readFile(t, name), -1) {
+			helpers = append(helpers, m[1])
+		}
+	}
+	for _, s := range allScripts {
+		defined := map[string]bool{}
+		for _, m := range definition.FindAllStringSubmatch(s.Source(), -1) {
+			defined[m[1]] = true
+		}
+		var code strings.Builder
+		for _, line := range strings.Split(s.Source(), "\n") {
+			before, _, _ := strings.Cut(line, "--")
+			code.WriteString(before + "\n")
+		}
+		for _, h := range helpers {
+			called := regexp.MustCompile(`\b` + h + `\b`).MatchString(code.String())
+			if called && !defined[h] {
+				t.Errorf("%s calls %s but is not given it", s.Name(), h)
+			}
+		}
+	}
+	// And the cutting does cut: a renewal needs none of the wait queue's helpers.
+	if strings.Contains(lua.Renew.Source(), "local function announce") {
+		t.Error("renew is given the release's helpers")
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -137,9 +137,10 @@ end
 -- quorum alone decides who holds the lock, and every waiter still retries
 -- by itself when the holder's lease runs out.
 
--- serverMs is the node's clock in ms (TIME): the deadlines of a fair lock's
--- queue entries are kept and compared on one node, by that node's clock.
-local function serverMs()
+-- serverTime is the node's clock in ms (TIME): the deadlines of a fair
+-- lock's queue entries, and the readers' and a semaphore's leases, are kept
+-- and compared on one node, by that node's clock.
+local function serverTime()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
@@ -154,7 +155,7 @@ end
 -- purgeQueue drops the entries whose deadline passed, at most 100 a call
 -- (each call drops more), from the queue and from deadlines.
 local function purgeQueue(queue, deadlines)
-  local ok, gone = pcall(redis.call, 'ZRANGEBYSCORE', deadlines, '-inf', serverMs(), 'LIMIT', 0, 100)
+  local ok, gone = pcall(redis.call, 'ZRANGEBYSCORE', deadlines, '-inf', serverTime(), 'LIMIT', 0, 100)
   if not ok then
     foreign(deadlines, 'queue')
   end
@@ -198,7 +199,7 @@ local function enqueue(queue, owner, ticket, ttl, lease, deadlines)
   local span = math.max(ttl, 0) + lease
   redis.call('PEXPIRE', queue, span)
   if deadlines then
-    redis.call('ZADD', deadlines, serverMs() + span, owner)
+    redis.call('ZADD', deadlines, serverTime() + span, owner)
     redis.call('PEXPIRE', deadlines, span)
   end
 end
@@ -353,12 +354,6 @@ end
 -- string naming a writer that waits (markWaiting): new readers of other
 -- owners wait behind it. It lives one lease of that writer at most, so a
 -- writer that died holds readers back no longer than that.
-
--- serverTime returns the server's clock in ms.
-local function serverTime()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 -- fitReaders sets the readers' keys to expire with the furthest lease among
 -- them, or deletes both when no reader is left; it returns how many are

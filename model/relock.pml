@@ -88,7 +88,7 @@
  * in a key the model does not have): their lines were updated with no
  * model change.
  */
-/* checksum lua/prelude.lua sha256:7eaaae39c08cc35dc36d881df53f3f5b986a4799b0834cf82b37f87e9a0de5f5 */
+/* checksum lua/prelude.lua sha256:f52fdb860227833dc49c486a93e1d2f6d1f09eb9df97c662a60fd2dde9475505 */
 /* checksum lua/acquire.lua sha256:78ace4c166d9940dbe3047024c40dbf6d16e38ef5274590ffc4e638a99d51b82 */
 /* checksum lua/release.lua sha256:72c5a576234cf97ea9248e431fb8a4f5517a0a15563311e0bedf83873753de51 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
