@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/lua"
+	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant"
 )
 
@@ -612,4 +613,46 @@ func TestReentrantHandOffIsKeptForItsTarget(t *testing.T) {
 		require.NoError(t, err)
 		return a.Acquired
 	}, 2*time.Second, 5*time.Millisecond, "the reservation of a target that never came must lapse")
+}
+
+// TestReentrantHandOffAloneReservesNothing: a release with WakeQueueAlone
+// (a lock on one node, where no acquire takes turns) hands the lock to the
+// head of the queue as WakeQueue does, published for the target's process
+// and taken out of the queue, but writes no reservation, so the next owner
+// to ask takes it at once.
+func TestReentrantHandOffAloneReservesNothing(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "handed-off-alone")
+	var seq int64
+	hold := opFor(key, "c:holder", 1, &seq)
+	a, err := node.Acquire(ctx, hold)
+	require.NoError(t, err)
+	require.True(t, a.Acquired)
+	waiter := opFor(key, "t:target", 1, &seq)
+	waiter.Ticket = 10
+	a, err = node.Acquire(ctx, waiter)
+	require.NoError(t, err)
+	require.False(t, a.Acquired, "the target waits behind the holder")
+
+	sub := direct.Subscribe(ctx, pubsub.PersonalChannel(key.Channel, "t"))
+	t.Cleanup(func() { _ = sub.Close() })
+	_, err = sub.Receive(ctx) // the subscription's confirmation
+	require.NoError(t, err)
+
+	hold.Count, hold.Seq, hold.Wake = 0, hold.Seq+2, reentrant.WakeQueueAlone
+	r, err := node.Release(ctx, hold, "rel")
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Released, r)
+	msg, err := sub.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "rel t:target ", msg.Payload, "handed to the target, published for its process")
+	require.Zero(t, direct.Exists(ctx, key.Queue).Val(), "the target is out of the queue")
+	require.Zero(t, direct.Exists(ctx, key.QueueDeadlines).Val(), "no reservation")
+
+	barger := opFor(key, "b:barger", 1, &seq)
+	barger.Ticket, barger.TakesTurn = 20, true
+	a, err = node.Acquire(ctx, barger)
+	require.NoError(t, err)
+	require.True(t, a.Acquired, "nothing is reserved: whoever asks first takes it: %+v", a)
 }

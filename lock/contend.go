@@ -103,6 +103,8 @@ func (c *Client) wakeOn(node int, op reentrant.Op, handOff bool) reentrant.Wake 
 		// A fair lock's other nodes wake keepers, whatever the switches.
 	case c.splitVotes || c.noQueue || !contends(op.Mode):
 		return reentrant.WakeAny
+	case atTie && len(c.nodes) == 1:
+		return reentrant.WakeQueueAlone // no acquire takes turns: nothing to reserve
 	case atTie:
 		return reentrant.WakeQueue
 	}

@@ -216,13 +216,13 @@ local function dequeue(queue, owner, ticket, deadlines)
   end
 end
 
--- queueHead returns, for a release announced with mode 'q' or 'f', the
+-- queueHead returns, for a release announced with mode 'q', 'h' or 'f', the
 -- first two owners of the queue (the one the lock goes to and the one after
 -- it), or an empty list; nothing for another mode. A fair lock's ('f')
 -- expired entries are dropped first (deadlines). Another type
 -- at the queue's key is foreign data.
 local function queueHead(queue, mode, deadlines)
-  if mode ~= 'q' and mode ~= 'f' then
+  if mode ~= 'q' and mode ~= 'h' and mode ~= 'f' then
     return {}
   end
   if mode == 'f' then
@@ -246,6 +246,8 @@ end
 --                          process, and NEXT's, alone (see personal). An
 --                          empty queue gives 'ID  ' on the channel itself:
 --                          any waiter, at once.
+--   'h' 'ID TARGET NEXT'   as 'q', without the reservation: a lock kept on
+--                          one node, where no acquire takes turns
 --   'f' 'ID TARGET NEXT'   as 'q', for a fair lock: TARGET stays in the
 --                          queue, at its head, until it takes the lock (or
 --                          its deadline passes), so no one else may take it
@@ -322,15 +324,17 @@ local function announce(channel, id, mode, queue, head, reserve)
     end
   elseif mode == 'u' then
     redis.call('PUBLISH', channel, id .. ' u')
-  elseif mode == 'q' or mode == 'f' then
+  elseif mode == 'q' or mode == 'h' or mode == 'f' then
     local target, after = head[1] or '', head[2] or ''
     local msg = id .. ' ' .. target .. ' ' .. after
     if target == '' then
       redis.call('PUBLISH', channel, msg)
       return
     end
-    if mode == 'q' then
+    if mode ~= 'f' then
       redis.call('ZREM', queue, target)
+    end
+    if mode == 'q' then
       redis.call('SET', reserve, target, 'PX', handOffHold)
     end
     publishFor(channel, {target, after ~= '' and after or nil}, msg)

@@ -12,8 +12,8 @@
 --         any waiter), 'q' handed to the head of the wait queue (this node
 --         breaks the lock's ties), 'f' handed to the head of a fair lock's
 --         queue, which stays there until it takes the lock, 'k' a copy for
---         keepers only, 'u' the same from a clean-up (see announce in
---         prelude.lua)
+--         keepers only, 'u' the same from a clean-up, 'h' as 'q' without
+--         the hand-off's reservation (one node: see announce in prelude.lua)
 --
 -- Returns 0 when the owner does not hold the lock here (nothing changes but
 -- the tombstone, see below), 1 when it still holds it, 2 when the lock was

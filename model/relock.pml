@@ -88,9 +88,9 @@
  * in a key the model does not have): their lines were updated with no
  * model change.
  */
-/* checksum lua/prelude.lua sha256:f52fdb860227833dc49c486a93e1d2f6d1f09eb9df97c662a60fd2dde9475505 */
+/* checksum lua/prelude.lua sha256:2e225d865c863ae1aeb538426b4d0948c70aba809492cc0b140fb12a4ab69591 */
 /* checksum lua/acquire.lua sha256:78ace4c166d9940dbe3047024c40dbf6d16e38ef5274590ffc4e638a99d51b82 */
-/* checksum lua/release.lua sha256:72c5a576234cf97ea9248e431fb8a4f5517a0a15563311e0bedf83873753de51 */
+/* checksum lua/release.lua sha256:4806ba9c30de432d5484ef63610b92736ab056b6cc842594531fc486c1c9e12e */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 

@@ -187,6 +187,11 @@ const (
 	// does, but leaves that owner at the head until it takes the lock or
 	// its deadline passes, so that no one else takes it on this node first.
 	WakeFair
+	// WakeQueueAlone hands the lock off as WakeQueue does, without
+	// reserving it for the owner it goes to: for a lock kept on one node,
+	// where no acquire takes turns (Op.TakesTurn), so the reservation would
+	// never be read.
+	WakeQueueAlone
 	// WakeCleanup publishes a copy for keepers only, as WakeKeepers does,
 	// from a clean-up (the undo of a failed attempt, a retried release):
 	// no hand-off of the same release is to come, so no one else wakes
@@ -204,6 +209,8 @@ func (w Wake) luaFlag() string {
 		return "k"
 	case WakeFair:
 		return "f"
+	case WakeQueueAlone:
+		return "h"
 	case WakeCleanup:
 		return "u"
 	}
