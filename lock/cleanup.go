@@ -47,10 +47,15 @@ type cleanup struct {
 	// there (a paused node, a lost reply) may land after any one release.
 	until time.Time
 	// late, when set, is the acquire the release undoes, still running: its
-	// reply decides whether to send once (it took the lock), to keep sending
-	// until lateUntil (no reply), or nothing (it found another holder).
-	late      *outcome[reentrant.Acquisition]
-	lateUntil time.Time
+	// reply decides whether to send again until lateUntil (no reply) or not
+	// (it took the lock, or found another holder). The release goes out at
+	// once all the same, without waiting for that reply: the acquire may
+	// hold the node for as long as its client waits (go-redis's defaults: a
+	// 3 s read timeout, 3 retries), and a release that gets there first
+	// leaves a tombstone that refuses it. undoneEarly: it got through.
+	late        *outcome[reentrant.Acquisition]
+	lateUntil   time.Time
+	undoneEarly bool
 
 	repair   *hold     // write the holder's count back on the node, once
 	repairBy time.Time // or give up then: the next renewal asks again
@@ -106,8 +111,9 @@ func (c *Client) keepReleasing(op reentrant.Op, node int, deadline time.Time) {
 	})
 }
 
-// undoLate undoes the acquire whose reply from node is late, once that reply
-// says what to do, or keeps undoing until deadline if none comes.
+// undoLate undoes the acquire whose reply from node is late: at once, and
+// again until deadline if the reply, when it comes, leaves the node's state
+// unknown.
 func (c *Client) undoLate(op reentrant.Op, node int, late *outcome[reentrant.Acquisition], deadline time.Time) {
 	undo := undoOf(op)
 	c.cleaners[node].add(undo, func(e *cleanup, alone bool) {
@@ -149,7 +155,7 @@ func (w *cleaner) add(op reentrant.Op, set func(e *cleanup, alone bool)) {
 		// Two operations to reason about: treat the late one as unknown.
 		e.until = later(e.until, e.lateUntil)
 		e.deadline = later(e.deadline, e.lateUntil)
-		e.late = nil
+		e.late, e.undoneEarly = nil, false
 	}
 	if alone || op.Seq > e.release.Seq {
 		e.release, e.once = op, true // every release is sent at least once

@@ -99,7 +99,7 @@ func (w *cleaner) take(now time.Time) (round []item, next time.Time, more bool) 
 			continue
 		}
 		it := item{key: k, e: e, gen: e.gen, repair: e.repair, rel: -1, rep: -1}
-		if e.late == nil && e.release.Owner != "" {
+		if e.release.Owner != "" && !(e.late != nil && e.undoneEarly) {
 			it.undo = w.releaseChange(e.release)
 		}
 		if it.undo == nil && it.repair == nil && !e.due.After(now) {
@@ -174,6 +174,8 @@ func (w *cleaner) settle(round []item, results []reentrant.ChangeResult) {
 			switch {
 			case results[it.rel].Err != nil:
 				retry = true
+			case e.late != nil:
+				e.undoneEarly = true // the late reply says whether to send it again
 			case now.Before(e.until):
 				retry = true // sent again until the older acquire cannot land any more
 			default:
@@ -224,8 +226,12 @@ func (e *cleanup) settleLate(w *cleaner) {
 		e.until = later(e.until, e.lateUntil) // no reply: it may still land
 	case !e.late.value.Acquired:
 		e.dropRelease() // it found another holder: nothing to undo
+	case e.undoneEarly:
+		// It took the node before the release got there (after it, it would
+		// have been refused), and the release took it back.
+		e.dropRelease()
 	}
-	e.late = nil
+	e.late, e.undoneEarly = nil, false
 }
 
 // expire drops the work whose time is over: past it, the node's lease ends
@@ -247,7 +253,7 @@ func (e *cleanup) expire(now time.Time) {
 func (e *cleanup) end() time.Time { return later(e.deadline, e.until) }
 
 func (e *cleanup) dropRelease() {
-	e.release, e.late, e.once = reentrant.Op{}, nil, false
+	e.release, e.late, e.once, e.undoneEarly = reentrant.Op{}, nil, false, false
 	e.deadline, e.until, e.lateUntil = time.Time{}, time.Time{}, time.Time{}
 }
 

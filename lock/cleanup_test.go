@@ -120,44 +120,66 @@ func TestCleanupSettleKeepsWorkMergedDuringTheRound(t *testing.T) {
 	}
 }
 
-func TestCleanupUndoOfALateReplyWaitsForIt(t *testing.T) {
+func TestCleanupUndoOfALateReplyGoesAtOnce(t *testing.T) {
+	// The acquire's client may wait seconds for its reply (go-redis's
+	// defaults), holding the node meanwhile: the undo does not wait for it.
 	for _, tc := range []struct {
-		name      string
-		reply     reentrant.Acquisition
-		err       error
-		sent, kep bool
+		name  string
+		reply reentrant.Acquisition
+		err   error
+		kept  bool // sent again until the deadline
 	}{
-		{"took the lock", reentrant.Acquisition{Acquired: true}, nil, true, false},
-		{"found another holder", reentrant.Acquisition{}, nil, false, false},
-		{"no reply", reentrant.Acquisition{}, ErrNodeTimeout, true, true},
+		{"took the lock", reentrant.Acquisition{Acquired: true}, nil, false},
+		{"found another holder", reentrant.Acquisition{}, nil, false},
+		{"no reply", reentrant.Acquisition{}, ErrNodeTimeout, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, w := idleCleaner()
 			late := &outcome[reentrant.Acquisition]{done: make(chan struct{})}
 			deadline := time.Now().Add(time.Minute)
 			c.undoLate(testOp(4), 0, late, deadline)
-			if round, _, _ := w.take(time.Now()); len(round) != 0 {
-				t.Fatal("the undo left before the late reply said whether it is needed")
-			}
-			late.value, late.err = tc.reply, tc.err
-			close(late.done)
-			round, _, _ := w.take(time.Now().Add(time.Second))
-			if sent := len(round) == 1 && round[0].undo != nil; sent != tc.sent {
-				t.Fatalf("undo sent: %v; want %v", sent, tc.sent)
-			}
-			if !tc.sent {
-				if len(w.pending) != 0 {
-					t.Fatal("nothing to undo, yet the entry stays")
-				}
-				return
+			round, _, _ := w.take(time.Now())
+			if len(round) != 1 || round[0].undo == nil {
+				t.Fatal("the undo waits for the late reply")
 			}
 			if undo := round[0].undo.Op; undo.Seq != 5 || undo.Count != 0 {
 				t.Fatalf("undo %+v; want count 0 with the reserved seq 5", undo)
 			}
-			if kept := onlyEntry(t, w).until.Equal(deadline); kept != tc.kep {
-				t.Fatalf("kept sending until the deadline: %v; want %v", kept, tc.kep)
+			round[0].rel = 0
+			w.settle(round, []reentrant.ChangeResult{{Released: reentrant.Released}})
+			if round, _, _ := w.take(time.Now().Add(time.Second)); len(round) != 0 {
+				t.Fatal("sent again before the late reply said whether it is needed")
+			}
+
+			late.value, late.err = tc.reply, tc.err
+			close(late.done)
+			round, _, _ = w.take(time.Now().Add(2 * time.Second))
+			if !tc.kept {
+				if len(round) != 0 || len(w.pending) != 0 {
+					t.Fatal("the undo got through and the reply needs no more, yet the entry stays")
+				}
+				return
+			}
+			if len(round) != 1 || round[0].undo == nil {
+				t.Fatal("no reply: the undo is not sent again")
+			}
+			if !onlyEntry(t, w).until.Equal(deadline) {
+				t.Fatal("no reply: not kept until the attempt's deadline")
 			}
 		})
+	}
+}
+
+func TestCleanupEarlyUndoOfALateReplyIsRetriedUntilItGetsThrough(t *testing.T) {
+	c, w := idleCleaner()
+	late := &outcome[reentrant.Acquisition]{done: make(chan struct{})}
+	c.undoLate(testOp(4), 0, late, time.Now().Add(time.Minute))
+	round, _, _ := w.take(time.Now())
+	round[0].rel = 0
+	w.settle(round, []reentrant.ChangeResult{{Err: ErrNodeTimeout}})
+	round, _, _ = w.take(time.Now().Add(time.Second))
+	if len(round) != 1 || round[0].undo == nil {
+		t.Fatal("a failed early undo is not retried while the reply is late")
 	}
 }
 
