@@ -112,10 +112,10 @@ func withHelpers(name, source string, lib *library) *Script {
 // A library is a file of helpers (prelude.lua, and semaphore.lua after it)
 // cut into its top-level definitions. Redis runs a script's whole text on
 // every call, so every "local function" of the text makes a closure each
-// time, and the garbage of each call is collected: with all of prelude.lua
-// in front of it, the cheapest acquire cost a third more of Redis's time
-// than with the two helpers it used (measured with INFO commandstats).
-// Each script therefore gets only the helpers it calls.
+// time, and the garbage of each call is collected: a script of two
+// commands took 3.6 µs a call with all of prelude.lua in front of it, 2.3 µs
+// without (INFO commandstats, under redis-benchmark). Each script therefore
+// gets only the helpers it calls.
 type library struct {
 	header string       // the text before the first definition: comments
 	defs   []definition // in the order of the files
