@@ -115,6 +115,10 @@ type holdRecord struct {
 	lost          bool
 	lostAt        time.Duration // when the watcher saw Lost() close
 	validAtLoss   time.Duration // ValidUntil read right after
+	// validAtLossOK: the loss can be judged against validAtLoss. Not when
+	// Lost() was closed before the watch began (a downgrade's read hold
+	// that ran out while the write hold was being released): the watcher
+	// saw it only then, so lostAt is not when it was signalled.
 	validAtLossOK bool
 }
 
@@ -197,6 +201,15 @@ type validity interface{ ValidUntil() time.Time }
 // watchLoss notes when h's Lost() channel closes, and the last ValidUntil
 // that m reports then, unless the hold ends first.
 func (r *recorder) watchLoss(h *holdRecord, m validity) {
+	select {
+	case <-h.lostCh:
+		at := r.now()
+		r.mu.Lock()
+		h.lost, h.lostAt = true, at
+		r.mu.Unlock()
+		return
+	default:
+	}
 	r.watch.Add(1)
 	go func() {
 		defer r.watch.Done()
