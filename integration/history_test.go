@@ -99,22 +99,22 @@ type opRecord struct {
 // holdRecord is one hold: from a successful first acquisition to the Unlock
 // that ends it. Fields after lostCh are guarded by recorder.mu.
 type holdRecord struct {
-	name          string
-	handle        int
-	client        int
-	token         int64
-	call          string        // Lock, TryLock or LockFor
-	lease         time.Duration // the hold's lease
-	acquired      time.Duration // the acquire call's return
-	validAtAcq    time.Duration // ValidUntil at acquisition
-	lostCh        <-chan struct{}
-	done          chan struct{} // closed once the hold ended: stops the loss watcher
-	released      bool
-	end           time.Duration // the final Unlock's invoke
-	lastValid     time.Duration // the last ValidUntil seen: at acquisition, release or loss
-	lost          bool
-	lostAt        time.Duration // when the watcher saw Lost() close
-	validAtLoss   time.Duration // ValidUntil read right after
+	name        string
+	handle      int
+	client      int
+	token       int64
+	call        string        // Lock, TryLock or LockFor
+	lease       time.Duration // the hold's lease
+	acquired    time.Duration // the acquire call's return
+	validAtAcq  time.Duration // ValidUntil at acquisition
+	lostCh      <-chan struct{}
+	done        chan struct{} // closed once the hold ended: stops the loss watcher
+	released    bool
+	end         time.Duration // the final Unlock's invoke
+	lastValid   time.Duration // the last ValidUntil seen: at acquisition, release or loss
+	lost        bool
+	lostAt      time.Duration // when the watcher saw Lost() close
+	validAtLoss time.Duration // ValidUntil read right after
 	// validAtLossOK: the loss can be judged against validAtLoss. Not when
 	// Lost() was closed before the watch began (a downgrade's read hold
 	// that ran out while the write hold was being released): the watcher
