@@ -47,6 +47,13 @@ func (l *waitLog) observer(client int) *lock.Observer {
 			defer l.mu.Unlock()
 			l.errs[k]++
 		},
+		Loss: func(e lock.LossInfo) {
+			// Counted with the outcomes, so that a phase's losses say why.
+			k := fmt.Sprintf("c%d/loss:%s:%s", client, e.Reason, e.Name)
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.outcome[k]++
+		},
 		LockDone: func(_ context.Context, e lock.LockDoneInfo) {
 			if e.Try {
 				return
