@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,7 +97,8 @@ func TestWaiterAfterVanishedHolder(t *testing.T) {
 func TestOneReleaseWakesOneWaiter(t *testing.T) {
 	forMasters(t, func(t *testing.T, n int) {
 		reset(t)
-		holders, waiters := newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{})
+		calls := &attemptsByCall{}
+		holders, waiters := newLockClient(t, n, lock.Options{}), newLockClient(t, n, lock.Options{Observer: calls.observer()})
 		ctx, cancel := context.WithCancel(ctxFor(t, 30*time.Second))
 		holder := holders.NewMutex("herd")
 		require.NoError(t, holder.Lock(ctx))
@@ -114,24 +116,79 @@ func TestOneReleaseWakesOneWaiter(t *testing.T) {
 		}
 		waitUntil(t, 10*time.Second, "the 50 waiters are not all asleep", sleeping(waiters, count))
 		before := waiters.Stats()
+		calls.start()
 		require.NoError(t, holder.Unlock(ctx))
 		waitUntil(t, 2*time.Second, "no waiter got the lock", func() bool { return winners.Load() == 1 })
 		time.Sleep(300 * time.Millisecond) // any extra wake-up would show as an attempt now
 		after := waiters.Stats()
-		t.Logf("%d masters: after one release: %d attempt(s), %d wake-up(s), %d duplicate copies dropped; before %+v after %+v",
+		byCall := calls.since()
+		t.Logf("%d masters: after one release: %d attempt(s), %d wake-up(s), %d duplicate copies dropped; by Lock call: %v; before %+v after %+v",
 			n, after.Attempts-before.Attempts, after.WokenByPub-before.WokenByPub,
-			after.Subscription.Duplicates-before.Subscription.Duplicates, before, after)
+			after.Subscription.Duplicates-before.Subscription.Duplicates, byCall, before, after)
 		// The release hands the lock to the head of the queue, which tries
-		// every node at once: one attempt. The waiter queued after it wakes
-		// once RetryDelay later, as the release's message asks, since the
-		// new holder keeps the lock (a dead target must not hold the queue
-		// up), and finds it held: one probe. No other waiter wakes.
-		require.LessOrEqual(t, after.WokenByPub-before.WokenByPub, uint64(2), "one release wakes its target, and its next in line at most once")
-		require.LessOrEqual(t, after.Attempts-before.Attempts, uint64(2), "one release wakes its target, and its next in line at most once")
+		// every node at once. The waiter queued after it wakes once
+		// RetryDelay later, as the release's message asks, since the new
+		// holder keeps the lock (a dead target must not hold the queue up),
+		// and finds it held: one probe. No other waiter wakes.
+		require.LessOrEqual(t, len(byCall), 2, "one release wakes its target, and its next in line")
+		for _, attempts := range byCall {
+			// The target may get to a node before the releaser's release
+			// does (a loaded machine): its attempt then keeps the nodes it
+			// took, the tie-breaker's among them, and it tries again when
+			// that release's copy for keepers comes. Any other retry, or a
+			// second probe of the next in line, is a wake-up too many.
+			for _, a := range attempts[:len(attempts)-1] {
+				require.True(t, a.Outcome == lock.AttemptContended && a.Agreed > 0 && !a.Probe,
+					"a Lock call woken again after an attempt that kept nothing: %v", attempts)
+			}
+		}
+		require.LessOrEqual(t, after.WokenByPub-before.WokenByPub, after.Attempts-before.Attempts, "every wake-up led to one attempt")
 		require.Equal(t, int32(1), winners.Load())
 		cancel()
 		wg.Wait()
 	})
+}
+
+// attemptsByCall records, from start on, the attempts of each Lock call of
+// a Client (an Observer that tags each call's context).
+type attemptsByCall struct {
+	next    atomic.Int64
+	started atomic.Bool
+	mu      sync.Mutex
+	calls   map[int64][]lock.AttemptInfo
+}
+
+type lockCallKey struct{}
+
+func (c *attemptsByCall) observer() *lock.Observer {
+	return &lock.Observer{
+		LockStart: func(ctx context.Context, _ lock.LockStartInfo) context.Context {
+			return context.WithValue(ctx, lockCallKey{}, c.next.Add(1))
+		},
+		Attempt: func(ctx context.Context, e lock.AttemptInfo) {
+			id, _ := ctx.Value(lockCallKey{}).(int64)
+			if !c.started.Load() {
+				return
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.calls[id] = append(c.calls[id], e)
+		},
+	}
+}
+
+func (c *attemptsByCall) start() {
+	c.mu.Lock()
+	c.calls = map[int64][]lock.AttemptInfo{}
+	c.mu.Unlock()
+	c.started.Store(true)
+}
+
+// since returns each Lock call's attempts since start.
+func (c *attemptsByCall) since() map[int64][]lock.AttemptInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.calls)
 }
 
 // TestSharedSubscriptionPerNode: 100 waiters over 20 locks use one Pub/Sub

@@ -27,17 +27,23 @@ type Broker struct {
 	dedup      *dedup
 	duplicates uint64
 	unclaimed  uint64
+	standIns   uint64
 	lost       uint64
 	restored   uint64
 }
 
 // Stats is a snapshot of a Broker's activity.
 type Stats struct {
-	Channels    int    // channels with at least one waiter
-	Waiters     int    // open waiters
-	Wakes       uint64 // wakes handed to waiters; one passed on by a closing waiter counts once
-	Duplicates  uint64 // copies of a release dropped because another node's copy came first
-	Unclaimed   uint64 // releases that found no waiter without a pending wake
+	Channels   int    // channels with at least one waiter
+	Waiters    int    // open waiters
+	Wakes      uint64 // wakes handed to waiters; one passed on by a closing waiter counts once
+	Duplicates uint64 // copies of a release dropped because another node's copy came first
+	Unclaimed  uint64 // releases that found no waiter without a pending wake
+	// StandIns counts releases given to a waiter here because their
+	// hand-off had not come Options.Grace after a copy for keepers on the
+	// lock's channel: the node that hands the lock off failed to, or its
+	// message was late (a loaded machine).
+	StandIns    uint64
 	Disconnects uint64 // times a node's working connection broke
 	Reconnects  uint64 // times a node's connection worked again after failing
 }
@@ -234,6 +240,7 @@ func (b *Broker) Stats() Stats {
 		Wakes:       b.reg.wakes,
 		Duplicates:  b.duplicates,
 		Unclaimed:   b.unclaimed,
+		StandIns:    b.standIns,
 		Disconnects: b.lost,
 		Reconnects:  b.restored,
 	}
@@ -313,6 +320,7 @@ func (b *Broker) dispatch(channel, payload string) {
 func (b *Broker) unlessHandedOff(channel, id string) {
 	b.afterGrace(func() {
 		if !b.dedup.sawHandOff(channel, id) {
+			b.standIns++
 			b.dispatch(channel, id)
 		}
 	})

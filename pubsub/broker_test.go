@@ -100,10 +100,16 @@ func TestBrokerPersonalKeepersCopyStandsInForNoHandOff(t *testing.T) {
 	if got := woken(ws); len(got) != 0 {
 		t.Fatalf("a personal copy for keepers woke %v", got)
 	}
+	if n := b.Stats().StandIns; n != 0 {
+		t.Fatalf("%d stand-ins for a personal copy", n)
+	}
 	b.message(1, "c", "c:o/2 k", false)
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		if got := woken(ws); len(got) == 1 {
+			if n := b.Stats().StandIns; n != 1 {
+				t.Fatalf("the wake for a missing hand-off counted as %d stand-ins, want 1", n)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
