@@ -213,6 +213,23 @@ byte got[2*N];
 byte gfen[2];
 byte el[2];
 byte kl[2];
+#ifndef RENEW
+#define RENEW 0
+#endif
+/* Renewal (-DRENEW=m, a mask of the owners whose watchdog renews: 1 A,
+ * 2 B, 3 both): the renewal in flight of owner p, if any (rel: 1 + the
+ * ticks since it was sent, 0: none; at most one per hold, as the watchdog
+ * pops an entry while renewing it), the replies it got, and the seq of
+ * the owner's last renewal (see RENSTART for why renewals share one). */
+#define RENEWS(p) ((RENEW >> (p)) & 1)
+#if RENEW > 0
+byte rel[2];
+byte rsq[2];
+byte rgot[2*N];
+#define RSQ0 rsq[o] = 0      /* another operation took a number: rsq is stale (0, canonical) */
+#else
+#define RSQ0 skip
+#endif
 /* Ghosts: the last token handed out (P4); ticks since each owner's last
  * request that can write a hold, up to P3LIM (P3). */
 #define P3LIM (MAXDELAY + NL)
@@ -312,6 +329,15 @@ inline script(d, p, k, sq, c, fl) {
 
 /* The world: deliveries, duplicates, ticks, the crash, P2. */
 
+/* RENREPLY(P): the reply of a renewal's request reaches the watchdog's
+ * fan-out (renewBatch's fanOutTo) while it waits; requests of a renewal
+ * whose fan-out ended are orphans (RENFORGET). */
+#if RENEW > 0
+#define RENREPLY(P) :: !MORPHAN(m) && MKIND(m) == REN && rel[P / N] > 0 && rgot[P] == 0 -> rgot[P] = r
+#else
+#define RENREPLY(P)
+#endif
+
 /* DELIVER(P, J): slot J of pair P (owner P / N, node P % N) lands. A node
  * that is down loses it. The reply reaches the owner if its fan-out still
  * waits for it (fanout.go fanOutTo's collect); else nobody reads it. */
@@ -326,6 +352,7 @@ inline script(d, p, k, sq, c, fl) {
 			if \
 			:: !MORPHAN(m) && wk[P / N] == MKIND(m) && ws[P / N] == MSEQ(m) && got[P] == 0 -> got[P] = r; \
 				if :: (MKIND(m) == ACQ || MKIND(m) == FEN) && f > gfen[P / N] -> gfen[P / N] = f :: else -> skip fi \
+			RENREPLY(P) \
 			:: else -> skip \
 			fi \
 		:: else -> printf("MSC t%d node %d is down: %c's request seq %d is lost\n", clock, P % N, 'A' + P / N, MSEQ(m)) \
@@ -358,12 +385,114 @@ inline script(d, p, k, sq, c, fl) {
 #define BGDUE(P) (bg[P] != 0 && BDL(bg[P]) <= 1 && UP(P % N))
 #define ANYBGDUE (BGDUE(0) || BGDUE(1) || BGDUE(2) || BGDUE(3) || BGDUE(4) || BGDUE(5))
 
+/* putTo: request K (seq S, count C, flag F) of owner O to node D waits in
+ * a free slot of the pair (the sender's guard saw one). */
+inline putTo(O, D, K, S, C, F) {
+	if
+	:: fg[((O)*N+(D))*FGS+FGS-1] == 0 -> fg[((O)*N+(D))*FGS+FGS-1] = MSG(K, S, C, F, 0); sortPair((O)*N+(D))
+	:: else -> assert(false)
+	fi
+}
+#define FREEO(O, D) (fg[((O)*N+(D))*FGS+FGS-1] == 0)
+
+#if RENEW > 0
+/* Renewal: the watchdog's round for owner O (lock/renew.go renewBatch,
+ * watchdog.go renewBatch), in two atomic steps of the world: the fan-out
+ * is sent (RENSTART), then at any later moment the watchdog stops waiting
+ * and counts the replies it has (RENEND); requests that land after that
+ * are late, their replies read by nobody.
+ *
+ * RENSTART: renewOp. The watchdog renews a held lock every third of its
+ * lease (a tick) and retries a failed round sooner; the model lets a round
+ * start at any moment (or never), a superset of the watchdog's schedule.
+ * renewOp skips the round while an operation of the owner is on the wire
+ * (opMu: el[O] > 0) or the hold is over (count 0); the entry is stopped
+ * once the hold is lost or expired (markLost, the deadline timer). The
+ * request carries the owner's count and a fresh seq (h.op(count, lease, 1)).
+ * Seq abstraction: successive renewals with no other operation of the
+ * owner between them share one seq (rsq[O] == oseq[O]: no other operation
+ * took a number since). That is sound: such renewals carry the same count,
+ * no other operation's number lies between theirs, so every comparison
+ * with another operation's number comes out the same; between themselves
+ * renew.lua's `seq > last` only decides whether HSET writes the same count
+ * (and a seq that stands for both), and PEXPIRE runs either way. It keeps
+ * seqs bounded while a hold is renewed for ever. */
+#define RENSTART(O) \
+	:: d_step { RENEWS(O) && count[O] > 0 && !lost[O] && vl[O] > 0 && rel[O] == 0 && el[O] == 0 && \
+			FREEO(O, 0) && FREEO(O, 1) && FREEO(O, 2) -> \
+		if :: rsq[O] != oseq[O] -> oseq[O]++; rsq[O] = oseq[O] :: else -> skip fi; \
+		rel[O] = 1; sw[O] = 0; \
+		putTo(O, 0, REN, rsq[O], count[O], 0); putTo(O, 1, REN, rsq[O], count[O], 0); putTo(O, 2, REN, rsq[O], count[O], 0); \
+		printf("MSC t%d %c's watchdog sends REN seq %d count %d to every node\n", clock, 'A' + O, rsq[O], count[O]) }
+
+/* The renewal's validity (lock/validity.go, renew.go): ValidUntil =
+ * start + elapsed + (lease - elapsed - drift) = start + lease - drift,
+ * counted from when the renewal was SENT: NL - (rel - 1) ticks from now.
+ * -DBUG_RENEWLATE (a seeded bug) counts it from the reply instead. */
+#ifdef BUG_RENEWLATE
+#define RVLEFT(O) NL
+#else
+#define RVLEFT(O) (NL + 1 - rel[O])
+#endif
+
+/* renForget: the renewal's fan-out is over (or its entry stopped): its
+ * requests still in flight become orphans, their replies read by nobody. */
+inline renForget(O, I) {
+	rel[O] = 0; rgot[(O)*N] = 0; rgot[(O)*N+1] = 0; rgot[(O)*N+2] = 0;
+	I = (O)*N*FGS;
+	do
+	:: I < ((O)+1)*N*FGS ->
+		if :: fg[I] != 0 && MKIND(fg[I]) == REN -> fg[I] = fg[I] | 4 :: else -> skip fi;
+		I++
+	:: else -> break
+	od;
+	sortPair((O)*N); sortPair((O)*N+1); sortPair((O)*N+2);
+	I = 0
+}
+
+/* RENEND: renew.go renewBatch's decision, then watchdog.go renewBatch's.
+ * A stopped entry (hold ended, lost or expired) ignores the outcome.
+ * held >= quorum && validity > 0: Renewed, the entry's ValidUntil is SET
+ * to the new one (it may move back; the belief only shrinks then). Nodes
+ * that answered "not held" while a quorum holds it would be repaired
+ * (repairLater): not modelled. notHeld > N - quorum: Lost (markLost: the
+ * loss is signalled; nothing is released, an Unlock cleans up, wasLost).
+ * Otherwise: neither, and the watchdog retries (a later RENSTART). */
+#define RENEND(O) \
+	:: d_step { rel[O] > 0 -> \
+		rk = (rgot[(O)*N] == R_OK) + (rgot[(O)*N+1] == R_OK) + (rgot[(O)*N+2] == R_OK); \
+		rn = (rgot[(O)*N] == R_NOTHELD) + (rgot[(O)*N+1] == R_NOTHELD) + (rgot[(O)*N+2] == R_NOTHELD); \
+		if \
+		:: count[O] == 0 || lost[O] || vl[O] == 0 -> skip \
+		:: else -> \
+			if \
+			:: rk >= Q && rel[O] <= NL -> \
+				vl[O] = RVLEFT(O); \
+				printf("MSC t%d %c's watchdog: %d nodes renewed: valid for %d ticks\n", clock, 'A' + O, rk, vl[O]); \
+				CLAIM(O) \
+			:: else -> \
+				if \
+				:: rn > N - Q -> lost[O] = true; vl[O] = 0; \
+					printf("MSC t%d %c's watchdog: %d nodes do not hold it: LOST\n", clock, 'A' + O, rn) \
+				:: else -> printf("MSC t%d %c's renewal fails (%d renewed); retried\n", clock, 'A' + O, rk) \
+				fi \
+			fi \
+		fi; \
+		renForget(O, i); rk = 0; rn = 0 }
+#else
+#define RENSTART(O)
+#define RENEND(O)
+#endif
+
 /* P3 for node D, owner P (see the header). */
 #define P3(D, P) assert(!(ncnt[(D)*2+P] > 0 && count[P] == 0) || sw[P] < P3LIM)
 
 active proctype world() {
 	short m, y;
 	byte e, g, r, f, i;
+#if RENEW > 0
+	byte rk, rn;
+#endif
 end:
 	do
 	DELIVER(0, 0) DELIVER(0, 1) DELIVER(1, 0) DELIVER(1, 1) DELIVER(2, 0) DELIVER(2, 1)
@@ -375,6 +504,7 @@ end:
 #if DUPS > 0
 	DUP(0, 0) DUP(1, 0) DUP(2, 0) DUP(3, 0) DUP(4, 0) DUP(5, 0)
 #endif
+	RENSTART(0) RENSTART(1) RENEND(0) RENEND(1)
 	:: d_step {
 		/* The crash: node CRASHER restarts empty (no persistence). */
 		CRASHES && !crashed ->
@@ -428,6 +558,9 @@ end:
 		:: i < 2 ->
 			if :: vl[i] > 0 -> vl[i]-- :: else -> skip fi;
 			if :: el[i] > 0 && el[i] <= LEASE -> el[i]++ :: else -> skip fi;
+#if RENEW > 0
+			if :: rel[i] > 0 && rel[i] <= NL -> rel[i]++ :: else -> skip fi;   /* past NL: no validity left */
+#endif
 			if :: kl[i] > 1 -> kl[i]-- :: else -> skip fi;
 			if :: sw[i] < P3LIM -> sw[i]++ :: else -> skip fi;
 			i++
@@ -483,10 +616,7 @@ end:
 /* put: send request K (seq S, count C, flag F) of owner o to node D: it
  * waits in a free slot of the pair (the owner's send waits for one). */
 inline put(D, K, S, C, F) {
-	if
-	:: fg[(o*N+(D))*FGS+FGS-1] == 0 -> fg[(o*N+(D))*FGS+FGS-1] = MSG(K, S, C, F, 0); sortPair(o*N+(D))
-	:: else -> assert(false)         /* the send's guard saw a free slot */
-	fi
+	putTo(o, D, K, S, C, F)
 }
 #define FREE(D) (fg[(o*N+(D))*FGS+FGS-1] == 0)
 #define CANSEND (FREE(0) && FREE(1) && FREE(2))
@@ -541,8 +671,8 @@ inline releaseAll(S, C, DL) {
 
 /* loseHold (hold.go): signal the loss; clear ours on every node. */
 inline loseHold() {
-	lost[o] = true;
-	oseq[o]++;
+	lost[o] = true; vl[o] = 0;     /* a lost hold's validity is never read again */
+	oseq[o]++; RSQ0;
 	releaseAll(oseq[o], 0, LEASE)
 }
 
@@ -561,7 +691,7 @@ inline lockStep() {
 	:: d_step { count[o] > 0 && !lost[o] && vl[o] == 0 -> loseHold() }  /* re-entry past the deadline */
 	:: d_step { CANSEND && count[o] > 0 && !lost[o] && vl[o] > 0 ->
 		/* A re-entry (hold.attempt, Client.acquire), one attempt. */
-		oseq[o] = oseq[o] + 2; s = oseq[o] - 1; el[o] = 1; sw[o] = 0;
+		oseq[o] = oseq[o] + 2; s = oseq[o] - 1; el[o] = 1; sw[o] = 0; RSQ0;
 		send(ACQ, s, count[o] + 1, 1) };
 		/* fanOutTo returns: every node answered or timed out. */
 		d_step {
@@ -594,7 +724,7 @@ inline lockStep() {
 			break
 		:: d_step { CANSEND && count[o] == 0 && att < ATTEMPTS ->
 			att++;
-			oseq[o] = oseq[o] + 2; s = oseq[o] - 1;   /* op(count+1, lease, 2): one seq for the undo */
+			oseq[o] = oseq[o] + 2; s = oseq[o] - 1; RSQ0;  /* op(count+1, lease, 2): one seq for the undo */
 			el[o] = 1; sw[o] = 0;
 			send(ACQ, s, 1, 0) };
 			/* fanOutTo returns: every node answered or timed out. */
@@ -653,7 +783,7 @@ inline lockStep() {
 							draws++; tok = gfen[o] + 1;
 							assert(tok <= 3);         /* the token's bits in a message */
 							printf("MSC t%d %c's token was at a node already: draws again, token %d\n", clock, 'A' + o, tok);
-							forget(); oseq[o]++; fs = oseq[o]; k = 0; tk = 0
+							forget(); oseq[o]++; RSQ0; fs = oseq[o]; k = 0; tk = 0
 						:: else -> skip
 						fi }
 				:: else ->
@@ -684,22 +814,30 @@ inline lockStep() {
 	fi
 }
 
+#if RENEW > 0
+#define RENKILL renForget(o, y)
+#else
+#define RENKILL skip
+#endif
+
 /* unlockStep: hold.release (lock/unlock.go). */
 inline unlockStep() {
 	if
 	:: count[o] == 0 -> skip                           /* ErrNotHeld */
 	:: d_step { count[o] > 0 && (lost[o] || vl[o] == 0) ->
 		/* wasLost: clean ours once, keep the count balanced. */
-		oseq[o]++;
+		oseq[o]++; RSQ0;
 		if :: count[o] == 1 -> releaseAll(oseq[o], 0, LEASE) :: else -> skip fi;
 		count[o]--;
-		if :: count[o] == 0 -> vl[o] = 0; lost[o] = false :: else -> skip fi;   /* settle, endHold */
+		if :: count[o] == 0 -> vl[o] = 0; lost[o] = false; RENKILL :: else -> skip fi;   /* settle, endHold */
 		printf("MSC t%d %c unlocks a lost hold: count %d\n", clock, 'A' + o, count[o]) }
 	:: d_step { CANSEND && count[o] > 0 && !lost[o] && vl[o] > 0 ->
-		oseq[o]++; s = oseq[o]; el[o] = 1;
+		oseq[o]++; RSQ0; s = oseq[o]; el[o] = 1;
 		if :: count[o] > 1 -> sw[o] = 0 :: else -> skip fi;
-		/* the last Unlock: its caller has left the critical section */
-		if :: count[o] == 1 -> vl[o] = 0 :: else -> skip fi;
+		/* the last Unlock: its caller has left the critical section; the
+		 * hold's watchdog entry ends with it (endHold: a renewal in flight
+		 * is ignored) */
+		if :: count[o] == 1 -> vl[o] = 0; RENKILL :: else -> skip fi;
 		send(REL, s, count[o] - 1, 0) };
 		d_step {
 			/* nodes that did not answer: releaseOn(op, retry, now + lease) */
