@@ -113,13 +113,25 @@
 #define FDRAWS 3             /* drawToken's draws at most (fence.go fenceDraws) */
 #endif
 #ifndef ATTEMPTS
+#ifdef PROGRESS
+#define ATTEMPTS 3
+#else
 #define ATTEMPTS 1
+#endif
 #endif
 #ifndef DUPS
 #define DUPS 0
 #endif
 #ifndef FGS
 #define FGS 2            /* in-flight requests per (owner, node) */
+#endif
+/* -DPROGRESS: the progress configuration (see the header): node CRASHER
+ * is down for the whole run (never back), nothing else fails (a quiet
+ * network), A and B each Lock (ATTEMPTS attempts), with the contention
+ * design's probe. */
+#ifdef PROGRESS
+#define CRASHES 0
+#define PROBE 1
 #endif
 #ifndef CRASHES
 #define CRASHES 1
@@ -191,7 +203,11 @@ byte nttl[N];
 byte ntomb[2*N];
 byte nttomb[2*N];
 byte nfence[N];
+#ifdef PROGRESS
+byte down = 1;           /* node CRASHER is down, for good (no tick moves it) */
+#else
 byte down;               /* node CRASHER is down for this many ticks more */
+#endif
 bool crashed;            /* it crashed: counter tokens are void (P4) */
 #if DUPS > 0
 byte dups = DUPS;
@@ -484,6 +500,30 @@ inline renForget(O, I) {
 #define RENEND(O)
 #endif
 
+/* PROGRESS's quiet network: no request to a node that is up is lost (a
+ * tick waits until every one has landed), a fan-out waits for the reply
+ * of every node that is up (REPLIED), and returns before the tick (a round
+ * trip is shorter than a third of a lease: a tick waits for every running
+ * fan-out, el > 0). */
+#ifdef PROGRESS
+/* rdy[p]: owner p's Lock will retry: 1 when woken (WOKEN), 2 at once (a
+ * probe that won the tie-breaker); 0: it is not between attempts. A
+ * woken retry comes before the tick (the retry delay is shorter than a
+ * third of a lease): a tick waits for it. */
+byte rdy[2];
+/* met[p]: p's last attempt ended while the other owner's attempt ran:
+ * p's retry waits for it to end too (its undo is still to come). */
+bool met[2];
+#define OTHERQUIET(p) (!met[p] && bg[(1-(p))*N] == 0 && bg[(1-(p))*N+2] == 0)
+#define RETRYDUE(p) (rdy[p] == 2 || (rdy[p] == 1 && OTHERQUIET(p)))
+#define QUIETNET (fg[0] == 0 && fg[2*FGS] == 0 && fg[3*FGS] == 0 && fg[5*FGS] == 0 && el[0] == 0 && el[1] == 0 && \
+	!RETRYDUE(0) && !RETRYDUE(1))
+#define REPLIED (got[o*N] != 0 && got[o*N+2] != 0)
+#else
+#define QUIETNET 1
+#define REPLIED 1
+#endif
+
 /* P3 for node D, owner P (see the header). */
 #define P3(D, P) assert(!(ncnt[(D)*2+P] > 0 && count[P] == 0) || sw[P] < P3LIM)
 
@@ -517,10 +557,12 @@ end:
 	}
 	:: d_step {
 		/* A tick: every countdown moves on. */
-		!ANYBGDUE ->
+		!ANYBGDUE && QUIETNET ->
 		clock = (clock + 1) * CLOCKSTEP;
 		printf("MSC tick: t%d\n", clock);
+#ifndef PROGRESS
 		if :: down > 0 -> down-- :: else -> skip fi;
+#endif
 		i = 0;
 		do
 		:: i < 2*N*FGS ->
@@ -586,6 +628,16 @@ end:
 		done[0] && done[1] &&
 		fg[0] == 0 && fg[FGS] == 0 && fg[2*FGS] == 0 && fg[3*FGS] == 0 && fg[4*FGS] == 0 && fg[5*FGS] == 0 &&
 		bg[0] == 0 && bg[1] == 0 && bg[2] == 0 && bg[3] == 0 && bg[4] == 0 && bg[5] == 0 ->
+#ifdef PROGRESS
+		/* P5, progress: both Locks are over and all is quiet: one of them
+		 * got the lock. */
+		if
+		:: count[0] == 0 && count[1] == 0 ->
+			printf("MSC t%d all quiet, both Locks over, nobody holds the lock: P5 fails\n", clock)
+		:: else -> skip
+		fi;
+		assert(count[0] > 0 || count[1] > 0);
+#endif
 #if !defined(IMMEDIATE) && !defined(NOP2)
 		i = 0;
 		do
@@ -684,6 +736,27 @@ inline loseHold() {
 #define VLEFT (NL + 1 - el[o])
 #define DLEFT (el[o] <= LEASE -> LEASE + 1 - el[o] : 1)
 
+/* WOKEN: PROGRESS's retry rule (hold.lock's wait between attempts). A
+ * first attempt, or a probe that won the tie-breaker (retryNow), goes at
+ * once; any other retry waits until the other owner's attempt has ended
+ * and the releases it queued for the nodes that are up have landed: the
+ * wake its release publishes, or a retry delay long enough for it. That is
+ * an assumption (a fairness one: with a bounded number of attempts, a
+ * retry that always comes before the undo it waits for burns them all;
+ * hold.lock retries until its ctx ends). Without PROGRESS: at once. */
+#ifdef PROGRESS
+#define WOKEN (att == 0 || rdy[o] == 2 || OTHERQUIET(o))
+#else
+#define WOKEN 1
+#endif
+/* -DBUG_NOKEEP (a seeded bug, for PROGRESS): settle never keeps and never
+ * probes: every failed attempt undoes, as plain Redlock does. */
+#ifdef BUG_NOKEEP
+#define NOKEEP 1
+#else
+#define NOKEEP 0
+#endif
+
 /* lockStep: hold.lock / hold.attempt. */
 inline lockStep() {
 	if
@@ -722,13 +795,28 @@ inline lockStep() {
 				printf("MSC t%d %c's Lock gives up\n", clock, 'A' + o);
 				keeping = false; keptSeq = 0; kl[o] = 0; att = 0 };
 			break
-		:: d_step { CANSEND && count[o] == 0 && att < ATTEMPTS ->
+		:: d_step { CANSEND && count[o] == 0 && att < ATTEMPTS && WOKEN ->
 			att++;
 			oseq[o] = oseq[o] + 2; s = oseq[o] - 1; RSQ0;  /* op(count+1, lease, 2): one seq for the undo */
 			el[o] = 1; sw[o] = 0;
-			send(ACQ, s, 1, 0) };
+#ifdef PROBE
+			if
+			:: probe ->
+				/* contender.target: a probe asks the tie-breaker alone; the
+				 * other nodes are not asked (nothing to undo there) */
+				wk[o] = ACQ; ws[o] = s; put(TIE, ACQ, s, 1, 0);
+				got[o*N+1] = R_STALE; got[o*N+2] = R_STALE;
+				printf("MSC t%d %c probes the tie-breaker: ACQ seq %d\n", clock, 'A' + o, s)
+			:: else -> send(ACQ, s, 1, 0)
+			fi;
+			rnow = false; rdy[o] = 0
+#else
+			send(ACQ, s, 1, 0)
+#endif
+			};
 			/* fanOutTo returns: every node answered or timed out. */
 			d_step {
+				REPLIED ->
 				TALLY(R_OK);
 				/* Client.acquire: agreed >= need && validity > 0 */
 				won = k >= Q && VALID;
@@ -752,16 +840,30 @@ inline lockStep() {
 					 * won the tie-breaker (and the Lock goes on); else undo
 					 * it, and what earlier attempts kept (abandon). */
 					if
-					:: got[o*N + TIE] == R_OK && att < ATTEMPTS ->
+					:: got[o*N + TIE] == R_OK && att < ATTEMPTS && !NOKEEP ->
 						undo(s, 1, DLEFT, true);
 						keeping = true; keptSeq = s; kl[o] = DLEFT
+#ifdef PROBE
+						; rnow = probe; probe = false   /* a probe that won the tie-breaker goes on at once */
+#endif
 					:: else ->
 						if :: keeping -> releaseAll(keptSeq + 1, 0, kl[o]) :: else -> skip fi;
 						keeping = false; keptSeq = 0; kl[o] = 0;
 						undo(s, 1, DLEFT, false)
+#ifdef PROBE
+						/* probe next time only if another owner holds the tie-breaker */
+						; probe = (got[o*N + TIE] == R_HELD) && !NOKEEP
+#endif
 					fi;
 					el[o] = 0
+#ifdef PROGRESS
+					; if :: att < ATTEMPTS && rnow -> rdy[o] = 2 :: att < ATTEMPTS && !rnow -> rdy[o] = 1 :: else -> skip fi;
+					met[o] = (el[1-o] > 0)
+#endif
 				fi;
+#ifdef PROGRESS
+				met[1-o] = false;
+#endif
 				forget(); k = 0 };
 			if
 #ifdef FENCE
@@ -873,6 +975,9 @@ inline unlockStep() {
 proctype owner(byte o) {
 	byte s, att, k, tok, keptSeq;
 	bool won, keeping;
+#ifdef PROBE
+	bool probe, rnow;   /* contender.probe; settle's retryNow */
+#endif
 #ifdef FENCE
 	byte fs, tk, draws;   /* drawToken: the draw's seq, nodes that had its token, draws made */
 	bool again;
@@ -881,12 +986,14 @@ proctype owner(byte o) {
 	if
 	:: o == 0 ->
 		lockStep();
+#ifndef PROGRESS
 #ifdef REENTRY
 		lockStep(); unlockStep();
 #endif
 		unlockStep()
 #ifdef AGAIN
 		; lockStep()
+#endif
 #endif
 	:: else ->
 		lockStep()
