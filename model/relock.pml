@@ -46,8 +46,16 @@
  * most ATTEMPTS attempts, then ends without the lock (its ctx ended). A
  * first hold draws a counter fencing token only with -DFENCE (drawToken's
  * extra round; without it the hold starts when the acquire quorum is
- * counted, earlier, so P1 without it covers P1 with it). No owner renews
- * (renew.lua is modelled at the nodes only).
+ * counted, earlier, so P1 without it covers P1 with it). With -DRENEW=m
+ * (a mask: 1 A, 2 B, 3 both) the owner's watchdog renews its hold (see
+ * RENSTART, RENEND): a round may start at any moment while the owner holds
+ * and has no operation on the wire, sends renew.lua to every node, and
+ * counts its replies at any later moment; a quorum within validity
+ * extends the belief to NL ticks from when the round was SENT, too many
+ * "not held" mark the hold lost. Repairs (repairLater) are not modelled.
+ * With -DPROGRESS, a progress configuration (see PROGRESS, WOKEN): node 1
+ * is down for good, the network is quiet, A and B each Lock with up to
+ * ATTEMPTS (3) attempts, with the contention design's probe.
  *
  * Properties (assertions, checked exhaustively with pan -DSAFETY):
  *  P1 mutual exclusion of valid holds: whenever an owner starts or extends
@@ -66,9 +74,17 @@
  *  P4 fencing tokens strictly increase across successive holders (counter
  *     tokens, -DFENCE, while no node has lost its counter: a restart
  *     empties it).
+ *  P5 progress (-DPROGRESS only): once both Locks are over and nothing is
+ *     in flight, one of the owners holds the lock.
  *
  * Configurations (check.sh runs them; README.md has the results):
  *  (none)                 delayed restart: P1, P2, P3 hold (exhaustive).
+ *  -DRENEW=1 -DCRASHES=0  A renews until it unlocks: P1-P3 hold (exhaustive).
+ *  -DRENEW=2 -DCRASHES=0  B renews for ever: P1-P3 hold (exhaustive).
+ *  -DPROGRESS             P5 (and P1-P3) hold (exhaustive).
+ *  -DRENEW=3 -DBUG_RENEWLATE  a renewal valid from its reply: P1 fails.
+ *  -DPROGRESS -DBUG_NOKEEP    plain Redlock's undo of every failed
+ *                         attempt: P5 fails (two owners livelock).
  *  -DIMMEDIATE            P1 fails (Redlock's known limit).
  *  -DDOWNFOR=1            a restart sooner than a hold's validity: P1 fails.
  *  -DBUG_NOSEQ -DAGAIN    release.lua without `if seq <= last then return 1`
@@ -76,6 +92,9 @@
  *  -DFENCE -DCRASHES=0    P4 fails: counter tokens can repeat (a finding).
  *  -DDUPS=1 -DCRASHES=0   P2 fails: a retried acquire's first try can land
  *                         after its refused retry (a finding).
+ *  -DNOP3                 P3 off and its ghost out of the state (a
+ *                         reduction tried for P4 and for renewal with the
+ *                         crash: neither completes within 4 GB).
  *
  * Every node step names the script branch it stands for, every owner step
  * the Go function (package lock). The scripts and their sha256 when the
@@ -250,7 +269,14 @@ byte rgot[2*N];
  * request that can write a hold, up to P3LIM (P3). */
 #define P3LIM (MAXDELAY + NL)
 byte lastToken;
+#ifdef NOP3
+/* -DNOP3: P3 is not checked; its ghost is then no part of the state
+ * (hidden: stored in no state, so the search merges states that differ in
+ * it alone; no behaviour reads it, so that changes nothing else). */
+hidden byte sw[2];
+#else
 byte sw[2] = P3LIM;
+#endif
 
 #define UP(d) ((d) != CRASHER || down == 0)
 #define BELIEVES(p) (count[p] > 0 && !lost[p] && vl[p] > 0)
@@ -525,7 +551,11 @@ bool met[2];
 #endif
 
 /* P3 for node D, owner P (see the header). */
+#ifdef NOP3
+#define P3(D, P) skip
+#else
 #define P3(D, P) assert(!(ncnt[(D)*2+P] > 0 && count[P] == 0) || sw[P] < P3LIM)
+#endif
 
 active proctype world() {
 	short m, y;
