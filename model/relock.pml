@@ -79,8 +79,10 @@
  *
  * Configurations (check.sh runs them; README.md has the results):
  *  (none)                 delayed restart: P1, P2, P3 hold (exhaustive).
- *  -DRENEW=1 -DCRASHES=0  A renews until it unlocks: P1-P3 hold (exhaustive).
- *  -DRENEW=2 -DCRASHES=0  B renews for ever: P1-P3 hold (exhaustive).
+ *  -DRENEW=1 -DCRASHES=0 -DSYMM  A renews until it unlocks: P1-P3 hold
+ *                         (exhaustive; -DSYMM: nodes 1 and 2 swapped into
+ *                         one order, sound without the crash).
+ *  -DRENEW=2 -DCRASHES=0 -DSYMM  B renews for ever: P1-P3 hold (exhaustive).
  *  -DPROGRESS             P5 (and P1-P3) hold (exhaustive).
  *  -DRENEW=3 -DBUG_RENEWLATE  a renewal valid from its reply: P1 fails.
  *  -DPROGRESS -DBUG_NOKEEP    plain Redlock's undo of every failed
@@ -94,7 +96,8 @@
  *                         after its refused retry (a finding).
  *  -DNOP3                 P3 off and its ghost out of the state (a
  *                         reduction tried for P4 and for renewal with the
- *                         crash: neither completes within 4 GB).
+ *                         crash: neither completes within 4 GB, nor P4
+ *                         with -DSYMM added).
  *
  * Every node step names the script branch it stands for, every owner step
  * the Go function (package lock). The scripts and their sha256 when the
@@ -380,6 +383,53 @@ inline script(d, p, k, sq, c, fl) {
 #define RENREPLY(P)
 #endif
 
+/* -DSYMM, only without the crash (and not with PROGRESS, where node 1 is
+ * down): nodes 1 and 2 are interchangeable (node 0 is the tie-breaker; no
+ * step, property or owner variable names node 1 or 2 apart), so after
+ * each delivery and tick the world swaps their whole state (lock hash,
+ * TTLs, tombstones, fencing counter, requests in flight to them, clean-ups
+ * and replies) when node 2's comes first in a fixed order: symmetric
+ * states are stored once. (A trail then may name node 1 for node 2.) */
+#if defined(SYMM) && CRASHES == 0 && !defined(PROGRESS)
+#define CMPV(X1, X2) if :: c == 0 && (X1) < (X2) -> c = 1 :: c == 0 && (X1) > (X2) -> c = 2 :: else -> skip fi
+#define SWP(X, Y) y = X; X = Y; Y = y
+#define NKEY(d) ((((((ncnt[2*(d)]*4 + ncnt[2*(d)+1])*16 + nseq[2*(d)])*16 + nseq[2*(d)+1])*4 + nttl[d])*4 + nfence[d])*4096 + \
+	((ntomb[2*(d)]*16 + ntomb[2*(d)+1])*4 + nttomb[2*(d)])*4 + nttomb[2*(d)+1])
+#if RENEW > 0
+#define CMPREN CMPV(rgot[1], rgot[2]); CMPV(rgot[N+1], rgot[N+2])
+#define SWPREN SWP(rgot[1], rgot[2]); SWP(rgot[N+1], rgot[N+2])
+#else
+#define CMPREN skip
+#define SWPREN skip
+#endif
+inline canon() {
+	c = 0;
+	CMPV(NKEY(1), NKEY(2));
+	CMPV(fg[1*FGS], fg[2*FGS]); CMPV(fg[1*FGS+1], fg[2*FGS+1]);
+	CMPV(fg[4*FGS], fg[5*FGS]); CMPV(fg[4*FGS+1], fg[5*FGS+1]);
+	CMPV(bg[1], bg[2]); CMPV(bg[N+1], bg[N+2]);
+	CMPV(got[1], got[2]); CMPV(got[N+1], got[N+2]);
+	CMPREN;
+	if
+	:: c == 2 ->
+		SWP(ncnt[2], ncnt[4]); SWP(ncnt[3], ncnt[5]); SWP(nseq[2], nseq[4]); SWP(nseq[3], nseq[5]);
+		SWP(nttl[1], nttl[2]); SWP(ntomb[2], ntomb[4]); SWP(ntomb[3], ntomb[5]);
+		SWP(nttomb[2], nttomb[4]); SWP(nttomb[3], nttomb[5]); SWP(nfence[1], nfence[2]);
+		SWP(fg[1*FGS], fg[2*FGS]); SWP(fg[1*FGS+1], fg[2*FGS+1]);
+		SWP(fg[4*FGS], fg[5*FGS]); SWP(fg[4*FGS+1], fg[5*FGS+1]);
+		SWP(bg[1], bg[2]); SWP(bg[N+1], bg[N+2]);
+		SWP(got[1], got[2]); SWP(got[N+1], got[N+2]);
+		SWPREN
+	:: else -> skip
+	fi;
+	c = 0; y = 0
+}
+#else
+inline canon() {
+	skip
+}
+#endif
+
 /* DELIVER(P, J): slot J of pair P (owner P / N, node P % N) lands. A node
  * that is down loses it. The reply reaches the owner if its fan-out still
  * waits for it (fanout.go fanOutTo's collect); else nobody reads it. */
@@ -399,7 +449,7 @@ inline script(d, p, k, sq, c, fl) {
 			fi \
 		:: else -> printf("MSC t%d node %d is down: %c's request seq %d is lost\n", clock, P % N, 'A' + P / N, MSEQ(m)) \
 		fi; \
-		m = 0; r = 0; f = 0 }
+		m = 0; r = 0; f = 0; canon() }
 
 /* BGDELIVER(P): the cleaner's release for pair P gets through (cleanup.go
  * drainer, release.lua). It waits while the node is down. */
@@ -411,7 +461,7 @@ inline script(d, p, k, sq, c, fl) {
 		/* P3's ghost: a release to a count above 0 writes the hold (the \
 		 * cleaner sent it just now) */ \
 		if :: BCNT(bg[P]) > 0 -> sw[P / N] = 0 :: else -> skip fi; \
-		bg[P] = 0; r = 0; f = 0 }
+		bg[P] = 0; r = 0; f = 0; canon() }
 
 /* DUP(P, J): go-redis retries the request in slot J of pair P (its first
  * try got no reply in time): two copies are in flight, and the owner reads
@@ -559,7 +609,7 @@ bool met[2];
 
 active proctype world() {
 	short m, y;
-	byte e, g, r, f, i;
+	byte e, g, r, f, i, c;
 #if RENEW > 0
 	byte rk, rn;
 #endif
@@ -651,7 +701,8 @@ end:
 			i++
 		:: else -> break
 		od;
-		i = 0
+		i = 0;
+		canon()
 	}
 	:: d_step {
 		/* P2: quiescence after the owners are done. */
