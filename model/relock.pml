@@ -46,8 +46,16 @@
  * most ATTEMPTS attempts, then ends without the lock (its ctx ended). A
  * first hold draws a counter fencing token only with -DFENCE (drawToken's
  * extra round; without it the hold starts when the acquire quorum is
- * counted, earlier, so P1 without it covers P1 with it). No owner renews
- * (renew.lua is modelled at the nodes only).
+ * counted, earlier, so P1 without it covers P1 with it). With -DRENEW=m
+ * (a mask: 1 A, 2 B, 3 both) the owner's watchdog renews its hold (see
+ * RENSTART, RENEND): a round may start at any moment while the owner holds
+ * and has no operation on the wire, sends renew.lua to every node, and
+ * counts its replies at any later moment; a quorum within validity
+ * extends the belief to NL ticks from when the round was SENT, too many
+ * "not held" mark the hold lost. Repairs (repairLater) are not modelled.
+ * With -DPROGRESS, a progress configuration (see PROGRESS, WOKEN): node 1
+ * is down for good, the network is quiet, A and B each Lock with up to
+ * ATTEMPTS (3) attempts, with the contention design's probe.
  *
  * Properties (assertions, checked exhaustively with pan -DSAFETY):
  *  P1 mutual exclusion of valid holds: whenever an owner starts or extends
@@ -66,9 +74,19 @@
  *  P4 fencing tokens strictly increase across successive holders (counter
  *     tokens, -DFENCE, while no node has lost its counter: a restart
  *     empties it).
+ *  P5 progress (-DPROGRESS only): once both Locks are over and nothing is
+ *     in flight, one of the owners holds the lock.
  *
  * Configurations (check.sh runs them; README.md has the results):
  *  (none)                 delayed restart: P1, P2, P3 hold (exhaustive).
+ *  -DRENEW=1 -DCRASHES=0 -DSYMM  A renews until it unlocks: P1-P3 hold
+ *                         (exhaustive; -DSYMM: nodes 1 and 2 swapped into
+ *                         one order, sound without the crash).
+ *  -DRENEW=2 -DCRASHES=0 -DSYMM  B renews for ever: P1-P3 hold (exhaustive).
+ *  -DPROGRESS             P5 (and P1-P3) hold (exhaustive).
+ *  -DRENEW=3 -DBUG_RENEWLATE  a renewal valid from its reply: P1 fails.
+ *  -DPROGRESS -DBUG_NOKEEP    plain Redlock's undo of every failed
+ *                         attempt: P5 fails (two owners livelock).
  *  -DIMMEDIATE            P1 fails (Redlock's known limit).
  *  -DDOWNFOR=1            a restart sooner than a hold's validity: P1 fails.
  *  -DBUG_NOSEQ -DAGAIN    release.lua without `if seq <= last then return 1`
@@ -76,6 +94,10 @@
  *  -DFENCE -DCRASHES=0    P4 fails: counter tokens can repeat (a finding).
  *  -DDUPS=1 -DCRASHES=0   P2 fails: a retried acquire's first try can land
  *                         after its refused retry (a finding).
+ *  -DNOP3                 P3 off and its ghost out of the state (a
+ *                         reduction tried for P4 and for renewal with the
+ *                         crash: neither completes within 4 GB, nor P4
+ *                         with -DSYMM added).
  *
  * Every node step names the script branch it stands for, every owner step
  * the Go function (package lock). The scripts and their sha256 when the
@@ -113,13 +135,25 @@
 #define FDRAWS 3             /* drawToken's draws at most (fence.go fenceDraws) */
 #endif
 #ifndef ATTEMPTS
+#ifdef PROGRESS
+#define ATTEMPTS 3
+#else
 #define ATTEMPTS 1
+#endif
 #endif
 #ifndef DUPS
 #define DUPS 0
 #endif
 #ifndef FGS
 #define FGS 2            /* in-flight requests per (owner, node) */
+#endif
+/* -DPROGRESS: the progress configuration (see the header): node CRASHER
+ * is down for the whole run (never back), nothing else fails (a quiet
+ * network), A and B each Lock (ATTEMPTS attempts), with the contention
+ * design's probe. */
+#ifdef PROGRESS
+#define CRASHES 0
+#define PROBE 1
 #endif
 #ifndef CRASHES
 #define CRASHES 1
@@ -191,7 +225,11 @@ byte nttl[N];
 byte ntomb[2*N];
 byte nttomb[2*N];
 byte nfence[N];
+#ifdef PROGRESS
+byte down = 1;           /* node CRASHER is down, for good (no tick moves it) */
+#else
 byte down;               /* node CRASHER is down for this many ticks more */
+#endif
 bool crashed;            /* it crashed: counter tokens are void (P4) */
 #if DUPS > 0
 byte dups = DUPS;
@@ -213,11 +251,35 @@ byte got[2*N];
 byte gfen[2];
 byte el[2];
 byte kl[2];
+#ifndef RENEW
+#define RENEW 0
+#endif
+/* Renewal (-DRENEW=m, a mask of the owners whose watchdog renews: 1 A,
+ * 2 B, 3 both): the renewal in flight of owner p, if any (rel: 1 + the
+ * ticks since it was sent, 0: none; at most one per hold, as the watchdog
+ * pops an entry while renewing it), the replies it got, and the seq of
+ * the owner's last renewal (see RENSTART for why renewals share one). */
+#define RENEWS(p) ((RENEW >> (p)) & 1)
+#if RENEW > 0
+byte rel[2];
+byte rsq[2];
+byte rgot[2*N];
+#define RSQ0 rsq[o] = 0      /* another operation took a number: rsq is stale (0, canonical) */
+#else
+#define RSQ0 skip
+#endif
 /* Ghosts: the last token handed out (P4); ticks since each owner's last
  * request that can write a hold, up to P3LIM (P3). */
 #define P3LIM (MAXDELAY + NL)
 byte lastToken;
+#ifdef NOP3
+/* -DNOP3: P3 is not checked; its ghost is then no part of the state
+ * (hidden: stored in no state, so the search merges states that differ in
+ * it alone; no behaviour reads it, so that changes nothing else). */
+hidden byte sw[2];
+#else
 byte sw[2] = P3LIM;
+#endif
 
 #define UP(d) ((d) != CRASHER || down == 0)
 #define BELIEVES(p) (count[p] > 0 && !lost[p] && vl[p] > 0)
@@ -318,6 +380,62 @@ inline script(d, p, k, sq, c, fl) {
 
 /* The world: deliveries, duplicates, ticks, the crash, P2. */
 
+/* RENREPLY(P): the reply of a renewal's request reaches the watchdog's
+ * fan-out (renewBatch's fanOutTo) while it waits; requests of a renewal
+ * whose fan-out ended are orphans (RENFORGET). */
+#if RENEW > 0
+#define RENREPLY(P) :: !MORPHAN(m) && MKIND(m) == REN && rel[P / N] > 0 && rgot[P] == 0 -> rgot[P] = r
+#else
+#define RENREPLY(P)
+#endif
+
+/* -DSYMM, only without the crash (and not with PROGRESS, where node 1 is
+ * down): nodes 1 and 2 are interchangeable (node 0 is the tie-breaker; no
+ * step, property or owner variable names node 1 or 2 apart), so after
+ * each delivery and tick the world swaps their whole state (lock hash,
+ * TTLs, tombstones, fencing counter, requests in flight to them, clean-ups
+ * and replies) when node 2's comes first in a fixed order: symmetric
+ * states are stored once. (A trail then may name node 1 for node 2.) */
+#if defined(SYMM) && CRASHES == 0 && !defined(PROGRESS)
+#define CMPV(X1, X2) if :: c == 0 && (X1) < (X2) -> c = 1 :: c == 0 && (X1) > (X2) -> c = 2 :: else -> skip fi
+#define SWP(X, Y) y = X; X = Y; Y = y
+#define NKEY(d) ((((((ncnt[2*(d)]*4 + ncnt[2*(d)+1])*16 + nseq[2*(d)])*16 + nseq[2*(d)+1])*4 + nttl[d])*4 + nfence[d])*4096 + \
+	((ntomb[2*(d)]*16 + ntomb[2*(d)+1])*4 + nttomb[2*(d)])*4 + nttomb[2*(d)+1])
+#if RENEW > 0
+#define CMPREN CMPV(rgot[1], rgot[2]); CMPV(rgot[N+1], rgot[N+2])
+#define SWPREN SWP(rgot[1], rgot[2]); SWP(rgot[N+1], rgot[N+2])
+#else
+#define CMPREN skip
+#define SWPREN skip
+#endif
+inline canon() {
+	c = 0;
+	CMPV(NKEY(1), NKEY(2));
+	CMPV(fg[1*FGS], fg[2*FGS]); CMPV(fg[1*FGS+1], fg[2*FGS+1]);
+	CMPV(fg[4*FGS], fg[5*FGS]); CMPV(fg[4*FGS+1], fg[5*FGS+1]);
+	CMPV(bg[1], bg[2]); CMPV(bg[N+1], bg[N+2]);
+	CMPV(got[1], got[2]); CMPV(got[N+1], got[N+2]);
+	CMPREN;
+	if
+	:: c == 2 ->
+		SWP(ncnt[2], ncnt[4]); SWP(ncnt[3], ncnt[5]); SWP(nseq[2], nseq[4]); SWP(nseq[3], nseq[5]);
+		SWP(nttl[1], nttl[2]); SWP(ntomb[2], ntomb[4]); SWP(ntomb[3], ntomb[5]);
+		SWP(nttomb[2], nttomb[4]); SWP(nttomb[3], nttomb[5]); SWP(nfence[1], nfence[2]);
+		SWP(fg[1*FGS], fg[2*FGS]); SWP(fg[1*FGS+1], fg[2*FGS+1]);
+		SWP(fg[4*FGS], fg[5*FGS]); SWP(fg[4*FGS+1], fg[5*FGS+1]);
+		SWP(bg[1], bg[2]); SWP(bg[N+1], bg[N+2]);
+		SWP(got[1], got[2]); SWP(got[N+1], got[N+2]);
+		SWPREN
+	:: else -> skip
+	fi;
+	c = 0; y = 0
+}
+#else
+inline canon() {
+	skip
+}
+#endif
+
 /* DELIVER(P, J): slot J of pair P (owner P / N, node P % N) lands. A node
  * that is down loses it. The reply reaches the owner if its fan-out still
  * waits for it (fanout.go fanOutTo's collect); else nobody reads it. */
@@ -332,11 +450,12 @@ inline script(d, p, k, sq, c, fl) {
 			if \
 			:: !MORPHAN(m) && wk[P / N] == MKIND(m) && ws[P / N] == MSEQ(m) && got[P] == 0 -> got[P] = r; \
 				if :: (MKIND(m) == ACQ || MKIND(m) == FEN) && f > gfen[P / N] -> gfen[P / N] = f :: else -> skip fi \
+			RENREPLY(P) \
 			:: else -> skip \
 			fi \
 		:: else -> printf("MSC t%d node %d is down: %c's request seq %d is lost\n", clock, P % N, 'A' + P / N, MSEQ(m)) \
 		fi; \
-		m = 0; r = 0; f = 0 }
+		m = 0; r = 0; f = 0; canon() }
 
 /* BGDELIVER(P): the cleaner's release for pair P gets through (cleanup.go
  * drainer, release.lua). It waits while the node is down. */
@@ -348,7 +467,7 @@ inline script(d, p, k, sq, c, fl) {
 		/* P3's ghost: a release to a count above 0 writes the hold (the \
 		 * cleaner sent it just now) */ \
 		if :: BCNT(bg[P]) > 0 -> sw[P / N] = 0 :: else -> skip fi; \
-		bg[P] = 0; r = 0; f = 0 }
+		bg[P] = 0; r = 0; f = 0; canon() }
 
 /* DUP(P, J): go-redis retries the request in slot J of pair P (its first
  * try got no reply in time): two copies are in flight, and the owner reads
@@ -364,12 +483,142 @@ inline script(d, p, k, sq, c, fl) {
 #define BGDUE(P) (bg[P] != 0 && BDL(bg[P]) <= 1 && UP(P % N))
 #define ANYBGDUE (BGDUE(0) || BGDUE(1) || BGDUE(2) || BGDUE(3) || BGDUE(4) || BGDUE(5))
 
+/* putTo: request K (seq S, count C, flag F) of owner O to node D waits in
+ * a free slot of the pair (the sender's guard saw one). */
+inline putTo(O, D, K, S, C, F) {
+	if
+	:: fg[((O)*N+(D))*FGS+FGS-1] == 0 -> fg[((O)*N+(D))*FGS+FGS-1] = MSG(K, S, C, F, 0); sortPair((O)*N+(D))
+	:: else -> assert(false)
+	fi
+}
+#define FREEO(O, D) (fg[((O)*N+(D))*FGS+FGS-1] == 0)
+
+#if RENEW > 0
+/* Renewal: the watchdog's round for owner O (lock/renew.go renewBatch,
+ * watchdog.go renewBatch), in two atomic steps of the world: the fan-out
+ * is sent (RENSTART), then at any later moment the watchdog stops waiting
+ * and counts the replies it has (RENEND); requests that land after that
+ * are late, their replies read by nobody.
+ *
+ * RENSTART: renewOp. The watchdog renews a held lock every third of its
+ * lease (a tick) and retries a failed round sooner; the model lets a round
+ * start at any moment (or never), a superset of the watchdog's schedule.
+ * renewOp skips the round while an operation of the owner is on the wire
+ * (opMu: el[O] > 0) or the hold is over (count 0); the entry is stopped
+ * once the hold is lost or expired (markLost, the deadline timer). The
+ * request carries the owner's count and a fresh seq (h.op(count, lease, 1)).
+ * Seq abstraction: successive renewals with no other operation of the
+ * owner between them share one seq (rsq[O] == oseq[O]: no other operation
+ * took a number since). That is sound: such renewals carry the same count,
+ * no other operation's number lies between theirs, so every comparison
+ * with another operation's number comes out the same; between themselves
+ * renew.lua's `seq > last` only decides whether HSET writes the same count
+ * (and a seq that stands for both), and PEXPIRE runs either way. It keeps
+ * seqs bounded while a hold is renewed for ever. */
+#define RENSTART(O) \
+	:: d_step { RENEWS(O) && count[O] > 0 && !lost[O] && vl[O] > 0 && rel[O] == 0 && el[O] == 0 && \
+			FREEO(O, 0) && FREEO(O, 1) && FREEO(O, 2) -> \
+		if :: rsq[O] != oseq[O] -> oseq[O]++; rsq[O] = oseq[O] :: else -> skip fi; \
+		rel[O] = 1; sw[O] = 0; \
+		putTo(O, 0, REN, rsq[O], count[O], 0); putTo(O, 1, REN, rsq[O], count[O], 0); putTo(O, 2, REN, rsq[O], count[O], 0); \
+		printf("MSC t%d %c's watchdog sends REN seq %d count %d to every node\n", clock, 'A' + O, rsq[O], count[O]) }
+
+/* The renewal's validity (lock/validity.go, renew.go): ValidUntil =
+ * start + elapsed + (lease - elapsed - drift) = start + lease - drift,
+ * counted from when the renewal was SENT: NL - (rel - 1) ticks from now.
+ * -DBUG_RENEWLATE (a seeded bug) counts it from the reply instead. */
+#ifdef BUG_RENEWLATE
+#define RVLEFT(O) NL
+#else
+#define RVLEFT(O) (NL + 1 - rel[O])
+#endif
+
+/* renForget: the renewal's fan-out is over (or its entry stopped): its
+ * requests still in flight become orphans, their replies read by nobody. */
+inline renForget(O, I) {
+	rel[O] = 0; rgot[(O)*N] = 0; rgot[(O)*N+1] = 0; rgot[(O)*N+2] = 0;
+	I = (O)*N*FGS;
+	do
+	:: I < ((O)+1)*N*FGS ->
+		if :: fg[I] != 0 && MKIND(fg[I]) == REN -> fg[I] = fg[I] | 4 :: else -> skip fi;
+		I++
+	:: else -> break
+	od;
+	sortPair((O)*N); sortPair((O)*N+1); sortPair((O)*N+2);
+	I = 0
+}
+
+/* RENEND: renew.go renewBatch's decision, then watchdog.go renewBatch's.
+ * A stopped entry (hold ended, lost or expired) ignores the outcome.
+ * held >= quorum && validity > 0: Renewed, the entry's ValidUntil is SET
+ * to the new one (it may move back; the belief only shrinks then). Nodes
+ * that answered "not held" while a quorum holds it would be repaired
+ * (repairLater): not modelled. notHeld > N - quorum: Lost (markLost: the
+ * loss is signalled; nothing is released, an Unlock cleans up, wasLost).
+ * Otherwise: neither, and the watchdog retries (a later RENSTART). */
+#define RENEND(O) \
+	:: d_step { rel[O] > 0 -> \
+		rk = (rgot[(O)*N] == R_OK) + (rgot[(O)*N+1] == R_OK) + (rgot[(O)*N+2] == R_OK); \
+		rn = (rgot[(O)*N] == R_NOTHELD) + (rgot[(O)*N+1] == R_NOTHELD) + (rgot[(O)*N+2] == R_NOTHELD); \
+		if \
+		:: count[O] == 0 || lost[O] || vl[O] == 0 -> skip \
+		:: else -> \
+			if \
+			:: rk >= Q && rel[O] <= NL -> \
+				vl[O] = RVLEFT(O); \
+				printf("MSC t%d %c's watchdog: %d nodes renewed: valid for %d ticks\n", clock, 'A' + O, rk, vl[O]); \
+				CLAIM(O) \
+			:: else -> \
+				if \
+				:: rn > N - Q -> lost[O] = true; vl[O] = 0; \
+					printf("MSC t%d %c's watchdog: %d nodes do not hold it: LOST\n", clock, 'A' + O, rn) \
+				:: else -> printf("MSC t%d %c's renewal fails (%d renewed); retried\n", clock, 'A' + O, rk) \
+				fi \
+			fi \
+		fi; \
+		renForget(O, i); rk = 0; rn = 0 }
+#else
+#define RENSTART(O)
+#define RENEND(O)
+#endif
+
+/* PROGRESS's quiet network: no request to a node that is up is lost (a
+ * tick waits until every one has landed), a fan-out waits for the reply
+ * of every node that is up (REPLIED), and returns before the tick (a round
+ * trip is shorter than a third of a lease: a tick waits for every running
+ * fan-out, el > 0). */
+#ifdef PROGRESS
+/* rdy[p]: owner p's Lock will retry: 1 when woken (WOKEN), 2 at once (a
+ * probe that won the tie-breaker); 0: it is not between attempts. A
+ * woken retry comes before the tick (the retry delay is shorter than a
+ * third of a lease): a tick waits for it. */
+byte rdy[2];
+/* met[p]: p's last attempt ended while the other owner's attempt ran:
+ * p's retry waits for it to end too (its undo is still to come). */
+bool met[2];
+#define OTHERQUIET(p) (!met[p] && bg[(1-(p))*N] == 0 && bg[(1-(p))*N+2] == 0)
+#define RETRYDUE(p) (rdy[p] == 2 || (rdy[p] == 1 && OTHERQUIET(p)))
+#define QUIETNET (fg[0] == 0 && fg[2*FGS] == 0 && fg[3*FGS] == 0 && fg[5*FGS] == 0 && el[0] == 0 && el[1] == 0 && \
+	!RETRYDUE(0) && !RETRYDUE(1))
+#define REPLIED (got[o*N] != 0 && got[o*N+2] != 0)
+#else
+#define QUIETNET 1
+#define REPLIED 1
+#endif
+
 /* P3 for node D, owner P (see the header). */
+#ifdef NOP3
+#define P3(D, P) skip
+#else
 #define P3(D, P) assert(!(ncnt[(D)*2+P] > 0 && count[P] == 0) || sw[P] < P3LIM)
+#endif
 
 active proctype world() {
 	short m, y;
-	byte e, g, r, f, i;
+	byte e, g, r, f, i, c;
+#if RENEW > 0
+	byte rk, rn;
+#endif
 end:
 	do
 	DELIVER(0, 0) DELIVER(0, 1) DELIVER(1, 0) DELIVER(1, 1) DELIVER(2, 0) DELIVER(2, 1)
@@ -381,6 +630,7 @@ end:
 #if DUPS > 0
 	DUP(0, 0) DUP(1, 0) DUP(2, 0) DUP(3, 0) DUP(4, 0) DUP(5, 0)
 #endif
+	RENSTART(0) RENSTART(1) RENEND(0) RENEND(1)
 	:: d_step {
 		/* The crash: node CRASHER restarts empty (no persistence). */
 		CRASHES && !crashed ->
@@ -393,10 +643,12 @@ end:
 	}
 	:: d_step {
 		/* A tick: every countdown moves on. */
-		!ANYBGDUE ->
+		!ANYBGDUE && QUIETNET ->
 		clock = (clock + 1) * CLOCKSTEP;
 		printf("MSC tick: t%d\n", clock);
+#ifndef PROGRESS
 		if :: down > 0 -> down-- :: else -> skip fi;
+#endif
 		i = 0;
 		do
 		:: i < 2*N*FGS ->
@@ -434,6 +686,9 @@ end:
 		:: i < 2 ->
 			if :: vl[i] > 0 -> vl[i]-- :: else -> skip fi;
 			if :: el[i] > 0 && el[i] <= LEASE -> el[i]++ :: else -> skip fi;
+#if RENEW > 0
+			if :: rel[i] > 0 && rel[i] <= NL -> rel[i]++ :: else -> skip fi;   /* past NL: no validity left */
+#endif
 			if :: kl[i] > 1 -> kl[i]-- :: else -> skip fi;
 			if :: sw[i] < P3LIM -> sw[i]++ :: else -> skip fi;
 			i++
@@ -452,13 +707,24 @@ end:
 			i++
 		:: else -> break
 		od;
-		i = 0
+		i = 0;
+		canon()
 	}
 	:: d_step {
 		/* P2: quiescence after the owners are done. */
 		done[0] && done[1] &&
 		fg[0] == 0 && fg[FGS] == 0 && fg[2*FGS] == 0 && fg[3*FGS] == 0 && fg[4*FGS] == 0 && fg[5*FGS] == 0 &&
 		bg[0] == 0 && bg[1] == 0 && bg[2] == 0 && bg[3] == 0 && bg[4] == 0 && bg[5] == 0 ->
+#ifdef PROGRESS
+		/* P5, progress: both Locks are over and all is quiet: one of them
+		 * got the lock. */
+		if
+		:: count[0] == 0 && count[1] == 0 ->
+			printf("MSC t%d all quiet, both Locks over, nobody holds the lock: P5 fails\n", clock)
+		:: else -> skip
+		fi;
+		assert(count[0] > 0 || count[1] > 0);
+#endif
 #if !defined(IMMEDIATE) && !defined(NOP2)
 		i = 0;
 		do
@@ -489,10 +755,7 @@ end:
 /* put: send request K (seq S, count C, flag F) of owner o to node D: it
  * waits in a free slot of the pair (the owner's send waits for one). */
 inline put(D, K, S, C, F) {
-	if
-	:: fg[(o*N+(D))*FGS+FGS-1] == 0 -> fg[(o*N+(D))*FGS+FGS-1] = MSG(K, S, C, F, 0); sortPair(o*N+(D))
-	:: else -> assert(false)         /* the send's guard saw a free slot */
-	fi
+	putTo(o, D, K, S, C, F)
 }
 #define FREE(D) (fg[(o*N+(D))*FGS+FGS-1] == 0)
 #define CANSEND (FREE(0) && FREE(1) && FREE(2))
@@ -547,8 +810,8 @@ inline releaseAll(S, C, DL) {
 
 /* loseHold (hold.go): signal the loss; clear ours on every node. */
 inline loseHold() {
-	lost[o] = true;
-	oseq[o]++;
+	lost[o] = true; vl[o] = 0;     /* a lost hold's validity is never read again */
+	oseq[o]++; RSQ0;
 	releaseAll(oseq[o], 0, LEASE)
 }
 
@@ -560,6 +823,27 @@ inline loseHold() {
 #define VLEFT (NL + 1 - el[o])
 #define DLEFT (el[o] <= LEASE -> LEASE + 1 - el[o] : 1)
 
+/* WOKEN: PROGRESS's retry rule (hold.lock's wait between attempts). A
+ * first attempt, or a probe that won the tie-breaker (retryNow), goes at
+ * once; any other retry waits until the other owner's attempt has ended
+ * and the releases it queued for the nodes that are up have landed: the
+ * wake its release publishes, or a retry delay long enough for it. That is
+ * an assumption (a fairness one: with a bounded number of attempts, a
+ * retry that always comes before the undo it waits for burns them all;
+ * hold.lock retries until its ctx ends). Without PROGRESS: at once. */
+#ifdef PROGRESS
+#define WOKEN (att == 0 || rdy[o] == 2 || OTHERQUIET(o))
+#else
+#define WOKEN 1
+#endif
+/* -DBUG_NOKEEP (a seeded bug, for PROGRESS): settle never keeps and never
+ * probes: every failed attempt undoes, as plain Redlock does. */
+#ifdef BUG_NOKEEP
+#define NOKEEP 1
+#else
+#define NOKEEP 0
+#endif
+
 /* lockStep: hold.lock / hold.attempt. */
 inline lockStep() {
 	if
@@ -567,7 +851,7 @@ inline lockStep() {
 	:: d_step { count[o] > 0 && !lost[o] && vl[o] == 0 -> loseHold() }  /* re-entry past the deadline */
 	:: d_step { CANSEND && count[o] > 0 && !lost[o] && vl[o] > 0 ->
 		/* A re-entry (hold.attempt, Client.acquire), one attempt. */
-		oseq[o] = oseq[o] + 2; s = oseq[o] - 1; el[o] = 1; sw[o] = 0;
+		oseq[o] = oseq[o] + 2; s = oseq[o] - 1; el[o] = 1; sw[o] = 0; RSQ0;
 		send(ACQ, s, count[o] + 1, 1) };
 		/* fanOutTo returns: every node answered or timed out. */
 		d_step {
@@ -598,13 +882,28 @@ inline lockStep() {
 				printf("MSC t%d %c's Lock gives up\n", clock, 'A' + o);
 				keeping = false; keptSeq = 0; kl[o] = 0; att = 0 };
 			break
-		:: d_step { CANSEND && count[o] == 0 && att < ATTEMPTS ->
+		:: d_step { CANSEND && count[o] == 0 && att < ATTEMPTS && WOKEN ->
 			att++;
-			oseq[o] = oseq[o] + 2; s = oseq[o] - 1;   /* op(count+1, lease, 2): one seq for the undo */
+			oseq[o] = oseq[o] + 2; s = oseq[o] - 1; RSQ0;  /* op(count+1, lease, 2): one seq for the undo */
 			el[o] = 1; sw[o] = 0;
-			send(ACQ, s, 1, 0) };
+#ifdef PROBE
+			if
+			:: probe ->
+				/* contender.target: a probe asks the tie-breaker alone; the
+				 * other nodes are not asked (nothing to undo there) */
+				wk[o] = ACQ; ws[o] = s; put(TIE, ACQ, s, 1, 0);
+				got[o*N+1] = R_STALE; got[o*N+2] = R_STALE;
+				printf("MSC t%d %c probes the tie-breaker: ACQ seq %d\n", clock, 'A' + o, s)
+			:: else -> send(ACQ, s, 1, 0)
+			fi;
+			rnow = false; rdy[o] = 0
+#else
+			send(ACQ, s, 1, 0)
+#endif
+			};
 			/* fanOutTo returns: every node answered or timed out. */
 			d_step {
+				REPLIED ->
 				TALLY(R_OK);
 				/* Client.acquire: agreed >= need && validity > 0 */
 				won = k >= Q && VALID;
@@ -628,16 +927,30 @@ inline lockStep() {
 					 * won the tie-breaker (and the Lock goes on); else undo
 					 * it, and what earlier attempts kept (abandon). */
 					if
-					:: got[o*N + TIE] == R_OK && att < ATTEMPTS ->
+					:: got[o*N + TIE] == R_OK && att < ATTEMPTS && !NOKEEP ->
 						undo(s, 1, DLEFT, true);
 						keeping = true; keptSeq = s; kl[o] = DLEFT
+#ifdef PROBE
+						; rnow = probe; probe = false   /* a probe that won the tie-breaker goes on at once */
+#endif
 					:: else ->
 						if :: keeping -> releaseAll(keptSeq + 1, 0, kl[o]) :: else -> skip fi;
 						keeping = false; keptSeq = 0; kl[o] = 0;
 						undo(s, 1, DLEFT, false)
+#ifdef PROBE
+						/* probe next time only if another owner holds the tie-breaker */
+						; probe = (got[o*N + TIE] == R_HELD) && !NOKEEP
+#endif
 					fi;
 					el[o] = 0
+#ifdef PROGRESS
+					; if :: att < ATTEMPTS && rnow -> rdy[o] = 2 :: att < ATTEMPTS && !rnow -> rdy[o] = 1 :: else -> skip fi;
+					met[o] = (el[1-o] > 0)
+#endif
 				fi;
+#ifdef PROGRESS
+				met[1-o] = false;
+#endif
 				forget(); k = 0 };
 			if
 #ifdef FENCE
@@ -659,7 +972,7 @@ inline lockStep() {
 							draws++; tok = gfen[o] + 1;
 							assert(tok <= 3);         /* the token's bits in a message */
 							printf("MSC t%d %c's token was at a node already: draws again, token %d\n", clock, 'A' + o, tok);
-							forget(); oseq[o]++; fs = oseq[o]; k = 0; tk = 0
+							forget(); oseq[o]++; RSQ0; fs = oseq[o]; k = 0; tk = 0
 						:: else -> skip
 						fi }
 				:: else ->
@@ -690,22 +1003,30 @@ inline lockStep() {
 	fi
 }
 
+#if RENEW > 0
+#define RENKILL renForget(o, y)
+#else
+#define RENKILL skip
+#endif
+
 /* unlockStep: hold.release (lock/unlock.go). */
 inline unlockStep() {
 	if
 	:: count[o] == 0 -> skip                           /* ErrNotHeld */
 	:: d_step { count[o] > 0 && (lost[o] || vl[o] == 0) ->
 		/* wasLost: clean ours once, keep the count balanced. */
-		oseq[o]++;
+		oseq[o]++; RSQ0;
 		if :: count[o] == 1 -> releaseAll(oseq[o], 0, LEASE) :: else -> skip fi;
 		count[o]--;
-		if :: count[o] == 0 -> vl[o] = 0; lost[o] = false :: else -> skip fi;   /* settle, endHold */
+		if :: count[o] == 0 -> vl[o] = 0; lost[o] = false; RENKILL :: else -> skip fi;   /* settle, endHold */
 		printf("MSC t%d %c unlocks a lost hold: count %d\n", clock, 'A' + o, count[o]) }
 	:: d_step { CANSEND && count[o] > 0 && !lost[o] && vl[o] > 0 ->
-		oseq[o]++; s = oseq[o]; el[o] = 1;
+		oseq[o]++; RSQ0; s = oseq[o]; el[o] = 1;
 		if :: count[o] > 1 -> sw[o] = 0 :: else -> skip fi;
-		/* the last Unlock: its caller has left the critical section */
-		if :: count[o] == 1 -> vl[o] = 0 :: else -> skip fi;
+		/* the last Unlock: its caller has left the critical section; the
+		 * hold's watchdog entry ends with it (endHold: a renewal in flight
+		 * is ignored) */
+		if :: count[o] == 1 -> vl[o] = 0; RENKILL :: else -> skip fi;
 		send(REL, s, count[o] - 1, 0) };
 		d_step {
 			/* nodes that did not answer: releaseOn(op, retry, now + lease) */
@@ -741,6 +1062,9 @@ inline unlockStep() {
 proctype owner(byte o) {
 	byte s, att, k, tok, keptSeq;
 	bool won, keeping;
+#ifdef PROBE
+	bool probe, rnow;   /* contender.probe; settle's retryNow */
+#endif
 #ifdef FENCE
 	byte fs, tk, draws;   /* drawToken: the draw's seq, nodes that had its token, draws made */
 	bool again;
@@ -749,12 +1073,14 @@ proctype owner(byte o) {
 	if
 	:: o == 0 ->
 		lockStep();
+#ifndef PROGRESS
 #ifdef REENTRY
 		lockStep(); unlockStep();
 #endif
 		unlockStep()
 #ifdef AGAIN
 		; lockStep()
+#endif
 #endif
 	:: else ->
 		lockStep()
