@@ -112,6 +112,21 @@ passes() {
 	fi
 }
 
+# violated NAME SEARCH FOUND MISSED DEFINES...: run the search NAME, which
+# must hit an assertion: print FOUND and SPIN's trail, or fail with MISSED.
+violated() {
+	local name=$1 search=$2 found=$3 missed=$4
+	shift 4
+	run "$name" "$search" "$@"
+	if grep -q "assertion violated" "$name.out"; then
+		echo "   $found; SPIN's trail:"
+		trail "$@"
+	else
+		echo "FAIL: $missed"
+		fail=1
+	fi
+}
+
 # Renewal (the watchdog's rounds), no crash: A renews its hold until it
 # unlocks; B renews its hold for ever. -DSYMM stores states that differ
 # only by swapping nodes 1 and 2 once (sound without the crash).
@@ -124,63 +139,27 @@ passes renew-b -DRENEW=2 -DCRASHES=0 -DSYMM
 run progress dfs -DPROGRESS
 passes progress -DPROGRESS
 
-run immediate bfs -DIMMEDIATE
-if grep -q "assertion violated" immediate.out; then
-	echo "   the known limit, as expected; SPIN's trail:"
-	trail -DIMMEDIATE
-else
-	echo "FAIL: the immediate-restart configuration found no counterexample"
-	fail=1
-fi
+violated immediate bfs "the known limit, as expected" \
+	"the immediate-restart configuration found no counterexample" -DIMMEDIATE
 
-run short-restart bfs -DDOWNFOR=1
-if grep -q "assertion violated" short-restart.out; then
-	echo "   a restart sooner than a hold's validity breaks P1, as expected; SPIN's trail:"
-	trail -DDOWNFOR=1
-else
-	echo "FAIL: a restart after 1 tick found no counterexample: the delayed check may be vacuous"
-	fail=1
-fi
+violated short-restart bfs "a restart sooner than a hold's validity breaks P1, as expected" \
+	"a restart after 1 tick found no counterexample: the delayed check may be vacuous" -DDOWNFOR=1
 
-run seeded-bug bfs -DBUG_NOSEQ -DAGAIN
-if grep -q "assertion violated" seeded-bug.out; then
-	echo "   the seeded bug is caught, as expected; SPIN's trail:"
-	trail -DBUG_NOSEQ -DAGAIN
-else
-	echo "FAIL: the seeded bug went unnoticed"
-	fail=1
-fi
+violated seeded-bug bfs "the seeded bug is caught, as expected" \
+	"the seeded bug went unnoticed" -DBUG_NOSEQ -DAGAIN
 
-run renew-bug bfs -DRENEW=3 -DBUG_RENEWLATE
-if grep -q "assertion violated" renew-bug.out; then
-	echo "   a renewal's validity counted from its reply is caught, as expected; SPIN's trail:"
-	trail -DRENEW=3 -DBUG_RENEWLATE
-else
-	echo "FAIL: the seeded renewal bug went unnoticed"
-	fail=1
-fi
+violated renew-bug bfs "a renewal's validity counted from its reply is caught, as expected" \
+	"the seeded renewal bug went unnoticed" -DRENEW=3 -DBUG_RENEWLATE
 
-run progress-bug bfs -DPROGRESS -DBUG_NOKEEP
-if grep -q "assertion violated" progress-bug.out; then
-	echo "   without keeping and probing (plain Redlock), two owners livelock, as expected; SPIN's trail:"
-	trail -DPROGRESS -DBUG_NOKEEP
-else
-	echo "FAIL: the seeded progress bug went unnoticed: the progress check may be vacuous"
-	fail=1
-fi
+violated progress-bug bfs "without keeping and probing (plain Redlock), two owners livelock, as expected" \
+	"the seeded progress bug went unnoticed: the progress check may be vacuous" -DPROGRESS -DBUG_NOKEEP
 
 # One go-redis retry (a duplicate), no crash; and without the fix that the
 # first search of it found missing (the seeded bug).
 run retries dfs -DDUPS=1 -DCRASHES=0
 passes retries -DDUPS=1 -DCRASHES=0
-run retries-bug dfs -DDUPS=1 -DCRASHES=0 -DBUG_NOTWICE
-if grep -q "assertion violated" retries-bug.out; then
-	echo "   without the refusal's tombstone a retried acquire leaves a hold behind (P2), as expected; SPIN's trail:"
-	trail -DDUPS=1 -DCRASHES=0 -DBUG_NOTWICE
-else
-	echo "FAIL: the seeded retry bug went unnoticed: the retries check may be vacuous"
-	fail=1
-fi
+violated retries-bug dfs "without the refusal's tombstone a retried acquire leaves a hold behind (P2), as expected" \
+	"the seeded retry bug went unnoticed: the retries check may be vacuous" -DDUPS=1 -DCRASHES=0 -DBUG_NOTWICE
 
 if [ "${FINDINGS:-0}" = 1 ]; then
 	run fencing bfs -DFENCE -DCRASHES=0
