@@ -54,15 +54,38 @@ func holdWithoutTieBreaker(t *testing.T, ctx context.Context, name string) (*loc
 	return holder, tie
 }
 
-// TestTieBreakerHolderKeepsAndGoesNext: a holder took the lock on a quorum
-// without the tie-breaker node (it was cut off). A waiter whose attempt wins
-// the tie-breaker keeps it instead of undoing, and is the one that gets the
-// lock at the release; a later waiter, which met it on the tie-breaker,
-// only probes that node and goes after it, and no two ever hold at once.
+// splitBetweenTheDead resets the cluster and leaves the lock named name
+// held, for lease, on the two nodes of the first 3 that are not its
+// tie-breaker, by a different owner on each: two contenders that died
+// halfway through their attempts. No owner holds a quorum, and the
+// tie-breaker is free. It returns the tie-breaker's index.
+func splitBetweenTheDead(t *testing.T, ctx context.Context, name string, lease time.Duration) int {
+	c := reset(t)
+	tie := tieBreakerOf(t, name, 3)
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	for i := range 3 {
+		if i == tie {
+			continue
+		}
+		op := reentrant.Op{Key: key, Owner: "dead-" + strconv.Itoa(i) + ":1", Lease: lease, Count: 1, Seq: 1}
+		a, err := reentrant.NewNode(c.Nodes[i].Direct(), 0).Acquire(ctx, op)
+		require.NoError(t, err)
+		require.True(t, a.Acquired)
+	}
+	return tie
+}
+
+// TestTieBreakerHolderKeepsAndGoesNext: two contenders died halfway, each
+// holding the lock on one node other than the tie-breaker (a three-way
+// split). A waiter whose attempt wins the tie-breaker keeps it instead of
+// undoing, and is the one that gets the lock once their leases end; a
+// later waiter, which met it on the tie-breaker, only probes that node and
+// goes after it, and no two ever hold at once.
 func TestTieBreakerHolderKeepsAndGoesNext(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	const name = "tie-keeps"
-	first, tie := holdWithoutTieBreaker(t, ctx, name)
+	tie := splitBetweenTheDead(t, ctx, name, 3*time.Second)
 
 	keeper := newLockClient(t, 3, lock.Options{}).NewMutex(name)
 	keeperGot := make(chan time.Time, 1)
@@ -87,14 +110,13 @@ func TestTieBreakerHolderKeepsAndGoesNext(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return laterClient.Stats().Sleeping == 1 }, 5*time.Second, time.Millisecond)
 
-	require.NoError(t, first.Unlock(ctx))
 	var keeperAt time.Time
 	select {
 	case keeperAt = <-keeperGot:
 	case <-laterGot:
 		t.Fatal("the later waiter got the lock before the one holding the tie-breaker")
 	case <-time.After(10 * time.Second):
-		t.Fatal("nobody got the lock after the release")
+		t.Fatal("nobody got the lock after the dead contenders' leases ended")
 	}
 	require.Equal(t, 1, keeper.HoldCount())
 	require.Zero(t, later.HoldCount())
@@ -106,10 +128,10 @@ func TestTieBreakerHolderKeepsAndGoesNext(t *testing.T) {
 	case at := <-laterGot:
 		require.True(t, at.After(keeperAt))
 	case <-time.After(10 * time.Second):
-		t.Fatal("the later waiter did not get the lock after the second release")
+		t.Fatal("the later waiter did not get the lock after the keeper's release")
 	}
 	st := laterClient.Stats()
-	t.Logf("later waiter: %d attempts in all, %d after the first release", st.Attempts, st.Attempts-attemptsBefore)
+	t.Logf("later waiter: %d attempts in all, %d after the keeper got the lock", st.Attempts, st.Attempts-attemptsBefore)
 	require.NoError(t, later.Unlock(ctx))
 	requireFree(t, 3, name, 2*time.Second)
 }
@@ -120,7 +142,7 @@ func TestTieBreakerHolderKeepsAndGoesNext(t *testing.T) {
 func TestKeeperThatGivesUpLeavesNothing(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	const name = "tie-gives-up"
-	first, tie := holdWithoutTieBreaker(t, ctx, name)
+	tie := splitBetweenTheDead(t, ctx, name, 3*time.Second)
 
 	keeper := newLockClient(t, 3, lock.Options{}).NewMutex(name)
 	lockCtx, cancel := context.WithTimeout(ctx, time.Second)
@@ -139,7 +161,116 @@ func TestKeeperThatGivesUpLeavesNothing(t *testing.T) {
 		}
 		return true
 	}, 2*time.Second, 10*time.Millisecond, "what the keeper kept outlived its Lock call")
+	requireFree(t, 3, name, 5*time.Second) // the dead contenders' leases end
+}
+
+// TestWaiterLeavesTheTieBreakerToAHolderWithAQuorum: a holder took the lock
+// on a quorum without the tie-breaker node (it was cut off). A waiter whose
+// attempt takes the free tie-breaker has nothing to break a tie with: the
+// reply names one owner holding the other nodes, so it gives the node back
+// at once instead of keeping it, sleeps without spinning, and still gets
+// the lock as soon as the holder releases (the other nodes' releases wake
+// it, long before the holder's 30 s lease would).
+func TestWaiterLeavesTheTieBreakerToAHolderWithAQuorum(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "tie-left-to-holder"
+	first, tie := holdWithoutTieBreaker(t, ctx, name)
+
+	wc := newLockClient(t, 3, lock.Options{})
+	waiter := wc.NewMutex(name)
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := waiter.Lock(ctx); err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- time.Now()
+	}()
+	require.Eventually(t, func() bool { return wc.Stats().Sleeping == 1 }, 5*time.Second, time.Millisecond)
+	attempts := wc.Stats().Attempts
+	require.GreaterOrEqual(t, attempts, uint64(1))
+	require.Eventually(t, func() bool { return len(holdersOn(t, 3, name)[tie]) == 0 },
+		2*time.Second, 10*time.Millisecond, "the waiter kept the tie-breaker from the holder")
+	time.Sleep(500 * time.Millisecond)
+	require.Empty(t, holdersOn(t, 3, name)[tie], "the tie-breaker was taken again")
+	require.Equal(t, attempts, wc.Stats().Attempts, "the waiter did not sleep")
+
 	require.NoError(t, first.Unlock(ctx))
+	unlocked := time.Now()
+	select {
+	case at := <-got:
+		t.Logf("the waiter got the lock %v after the release", at.Sub(unlocked).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not get the lock after the release")
+	}
+	require.NoError(t, waiter.Unlock(ctx))
+	requireFree(t, 3, name, 2*time.Second)
+}
+
+// TestWaitersLetTheHolderRepairTheTieBreaker: the tie-breaker loses the
+// hold of a holder that renews (its node restarted empty, or failed over to
+// a replica that never saw the lock) while other processes wait, and a new
+// one asks. The holder's renewal writes the hold back there within a
+// renewal or two: the waiters, which take the free tie-breaker on their
+// way, neither keep it nor hand it from one to the other (which used to
+// hold it from the holder for leases, and then pass it between them many
+// times a second). Once the holder unlocks, every waiter gets the lock in
+// turn.
+func TestWaitersLetTheHolderRepairTheTieBreaker(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 60*time.Second)
+	const (
+		name  = "tie-repaired"
+		lease = 3 * time.Second // renewed every second
+	)
+	tie := tieBreakerOf(t, name, 3)
+	holder := newLockClient(t, 3, lock.Options{Lease: lease}).NewMutex(name)
+	require.NoError(t, holder.Lock(ctx))
+	clients, waiters, got := waitersAsleep(t, ctx, name, 3, 2)
+
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	require.NoError(t, c.Nodes[tie].Direct().Del(ctx, key.Lock).Err())
+	lateClient := newLockClient(t, 3, lock.Options{})
+	late := lateClient.NewMutex(name)
+	clients, waiters = append(clients, lateClient), append(waiters, late)
+	go func() {
+		if err := late.Lock(ctx); err != nil {
+			t.Errorf("late waiter: %v", err)
+			return
+		}
+		got <- len(waiters) - 1
+	}()
+	lost := time.Now()
+	attempts := func() (n uint64) {
+		for _, c := range clients {
+			n += c.Stats().Attempts
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return holdersOn(t, 3, name)[tie][holder.Owner()] == 1 },
+		lease, 10*time.Millisecond, "the holder's renewal did not write its hold back on the tie-breaker")
+	t.Logf("hold written back on the tie-breaker %v after it was lost", time.Since(lost).Round(time.Millisecond))
+
+	// Two leases on, the holder holds everywhere and the waiters sleep.
+	before := attempts()
+	time.Sleep(2 * lease)
+	require.Equal(t, 3, len(slices.DeleteFunc(holdersOn(t, 3, name), func(h map[string]int64) bool {
+		return h[holder.Owner()] != 1 || len(h) != 1
+	})), "the holder lost a node")
+	spent := attempts() - before
+	t.Logf("the waiters made %d attempts in %v", spent, 2*lease)
+	require.LessOrEqual(t, spent, uint64(6*len(waiters)), "the waiters kept trying while the lock was held")
+
+	require.NoError(t, holder.Unlock(ctx))
+	for range waiters {
+		select {
+		case i := <-got:
+			require.Equal(t, 1, waiters[i].HoldCount())
+			require.NoError(t, waiters[i].Unlock(ctx))
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiter did not get the lock after the release")
+		}
+	}
 	requireFree(t, 3, name, 2*time.Second)
 }
 

@@ -25,6 +25,10 @@ type attempt struct {
 	// is gone there.
 	absent  int
 	missing []int // the nodes that answered Missing to a re-entry
+	// quorumHolder is another owner that refused the attempt on a quorum of
+	// the nodes (named where the attempt asked, reentrant.Op.AskHolder):
+	// that owner holds the lock, and no tie is to be broken.
+	quorumHolder string
 
 	retryNow bool // try again at once, without sleeping (see contender.settle)
 
@@ -55,17 +59,23 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int) a
 	// waiting owner's over several nodes (a hand-off's reservation,
 	// reentrant.Op.TakesTurn; on a single node an owner that asks before
 	// the target merely wins instead, with nothing to split or undo).
+	// An attempt that asks who refuses it asks the other nodes only: it
+	// wants to know whether one owner holds a quorum without the
+	// tie-breaker (see contender.mayKeep).
 	tie := -1
-	if op.Fair || op.Ticket > 0 && len(c.nodes) > 1 {
+	if op.Fair || op.Ticket > 0 && len(c.nodes) > 1 || op.AskHolder {
 		tie = c.tieBreaker(op.Key)
 	}
+	queueRules := op.Fair || op.Ticket > 0 && len(c.nodes) > 1
 	start := time.Now()
 	replies := fanOutTo(c, ctx, kindAcquire, c.opts.Lease, only, need, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
 		op := op
-		if tie < 0 || n != c.nodes[tie] {
+		atTie := tie >= 0 && n == c.nodes[tie]
+		if !atTie {
 			op.Fair = false
 		}
-		op.TakesTurn = !op.Fair && op.Ticket > 0 && tie >= 0 && n == c.nodes[tie]
+		op.TakesTurn = !op.Fair && op.Ticket > 0 && queueRules && atTie
+		op.AskHolder = op.AskHolder && !atTie
 		return n.Acquire(ctx, op)
 	})
 	elapsed := time.Since(start)
@@ -91,6 +101,7 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int) a
 		a.fence = max(a.fence, r.value.Fence)
 	}
 	a.absent = refused
+	a.quorumHolder = quorumHolder(replies, need)
 	// The queue's keeper vetoes an owner whose turn it is not, whatever
 	// the other nodes said: at a fair lock its turn is the fairness; at a
 	// Mutex just handed off, the owner it went to is on its way. (When that
@@ -120,6 +131,27 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int) a
 			Late: agreed >= need, Nodes: failures(c, replies)}
 	}
 	return a
+}
+
+// quorumHolder returns the owner that the replies name as holding the lock
+// on at least need nodes, or "".
+func quorumHolder(replies []reply[reentrant.Acquisition], need int) string {
+	for i, r := range replies {
+		name := r.value.Holder
+		if r.err != nil || name == "" {
+			continue
+		}
+		n := 0
+		for _, o := range replies[i:] {
+			if o.err == nil && o.value.Holder == name {
+				n++
+			}
+		}
+		if n >= need {
+			return name
+		}
+	}
+	return ""
 }
 
 // undo takes back a failed attempt on every node that may hold it: those

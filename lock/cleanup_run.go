@@ -320,7 +320,10 @@ func (w *cleaner) flush() func() {
 // releaseChange is the change that sends op's release to this cleaner's
 // node, announced as the contention rules ask of that node: no hand-off
 // follows a clean-up.
+// An undo made quietly (see contender.settle) announces nothing.
 func (w *cleaner) releaseChange(op reentrant.Op) *reentrant.Change {
-	op.Wake = w.c.wakeOn(w.node, op, false)
+	if op.Wake != reentrant.WakeSilent {
+		op.Wake = w.c.wakeOn(w.node, op, false)
+	}
 	return &reentrant.Change{Op: op, Release: true, ReleaseID: releaseID(op)}
 }

@@ -29,7 +29,16 @@ import (
 //     its other waiters). Only one owner can hold the tie-breaker at a time,
 //     so only one contender keeps: the others undo, their undos' releases
 //     wake it, and its next attempt finds their nodes free. Someone always
-//     wins, and nobody undoes a winning position.
+//     wins, and nobody undoes a winning position. But an attempt that
+//     one other owner refused on a quorum of the nodes has no tie to
+//     break: that owner holds the lock without the tie-breaker (the node
+//     lost its hold: it restarted empty, or failed over to a replica that
+//     never saw it), and its renewal is about to write the hold back there.
+//     Such an attempt (its replies name the owner, reentrant.Op.AskHolder)
+//     gives the tie-breaker back at once and silently, and its waiter is
+//     woken by that holder's releases of the other nodes (see mayKeep),
+//     unless a hand-off named it: then the owner is most likely the
+//     releaser, its releases still on their way.
 //  3. A waiter woken by a release whose last attempt met another holder on
 //     the tie-breaker asks the tie-breaker alone (a probe: one script on one
 //     node). If it gets it, it goes on at once to every node, as in 2; if
@@ -142,6 +151,15 @@ type contender struct {
 	keptTry   attempt
 	keepUntil time.Time
 	keeps     int // failed attempts kept in a row
+	// keptFull: the keeping was decided on an attempt to every node (see
+	// mayKeep), not only on a probe of the tie-breaker.
+	keptFull bool
+	// handOff: the attempt being settled followed a hand-off that named
+	// this waiter.
+	handOff bool
+	// yielded: the last attempt took the tie-breaker and gave it back,
+	// quietly, to an owner that holds a quorum without it (see settle).
+	yielded bool
 
 	// queue: this Lock call waits in the lock's queue on the tie-breaker
 	// (see 4 above); ticket is its place there, drawn at its first failed
@@ -195,21 +213,34 @@ func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Dur
 	tie := tieReply(a, k.tie)
 	k.tieLost = k.queue && ctxAlive(a) && tie.err != nil && !errors.Is(tie.err, errNotAsked)
 	won := tie.err == nil && tie.value.Acquired
+	handOff := k.handOff
+	k.handOff = false
 	now := time.Now()
-	if k.enabled && won && ctxAlive(a) {
+	if k.enabled && won && ctxAlive(a) && k.mayKeep(a, handOff) {
 		if k.keepUntil.IsZero() {
 			k.keepUntil = now.Add(lease) // once per Lock call: after it, no more keeping
 		}
 		if now.Before(k.keepUntil) {
 			c.undo(op, a, true)
-			k.keeping, k.kept, k.keptTry = true, op, a
-			k.keeps++
 			probed := k.probe
+			k.keeping, k.kept, k.keptTry = true, op, a
+			k.keptFull, k.yielded = k.keptFull || !probed, false
+			k.keeps++
 			k.probe = false
 			return probed
 		}
 	}
-	k.abandon(c) // what earlier attempts kept: this one may not have reached those nodes
+	// An attempt refused by one owner holding a quorum gives the
+	// tie-breaker back without a word: a hand-off would pass it to the next
+	// waiter, who would meet the same holder, and so on from waiter to
+	// waiter, each taking it from under the holder's repair. Such a waiter
+	// is woken as keepers are (first): no hand-off from the tie-breaker
+	// will come while that holder lacks it there.
+	k.yielded = won && a.quorumHolder != ""
+	if k.yielded {
+		op = quietly(op)
+	}
+	k.abandon(c, k.yielded) // what earlier attempts kept: this one may not have reached those nodes
 	c.undo(op, a, false)
 	k.keeps = 0
 	k.recheck = k.probe && woken && !won
@@ -217,6 +248,28 @@ func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Dur
 	// whoever wins it, goes on, and this waiter sleeps until a release.
 	k.probe = k.enabled && tie.err == nil && !tie.value.Acquired && !tie.value.Stale && !tie.value.Missing
 	return false
+}
+
+// mayKeep reports whether a failed attempt a that took the tie-breaker may
+// keep it. Keeping breaks a tie between contenders; it must not hold the
+// tie-breaker from an owner that holds a quorum of the other nodes (its
+// hold on the tie-breaker was lost: the node restarted empty or failed over
+// to a replica that never saw it), whose renewal is about to write its hold
+// back there. So an attempt that one owner refused on a quorum does not
+// start keeping, unless a hand-off named this waiter (handOff): then that
+// owner is most likely the releaser, its releases of the other nodes still
+// on their way. A probe sees the tie-breaker alone: it keeps, and the
+// attempt to every node that follows at once decides; keeping decided on
+// such an attempt goes on (bounded by keepUntil).
+func (k *contender) mayKeep(a attempt, handOff bool) bool {
+	return k.probe || k.keeping && k.keptFull || a.quorumHolder == "" || handOff
+}
+
+// quietly marks the undo of op as one that announces nothing (see
+// cleaner.releaseChange).
+func quietly(op reentrant.Op) reentrant.Op {
+	op.Wake = reentrant.WakeSilent
+	return op
 }
 
 // sleep is how long to sleep after the failed attempt a when no wake comes.
@@ -240,19 +293,26 @@ func (k *contender) sleep(a attempt, retryDelay time.Duration) time.Duration {
 // attempts on nodes it did not reach itself, so the undo of the last one
 // goes to every node (its sequence number is above all of theirs), and its
 // own late replies are followed as any failed attempt's are.
-func (k *contender) abandon(c *Client) {
+//
+// quiet: give the tie-breaker back without a hand-off (see settle).
+func (k *contender) abandon(c *Client, quiet bool) {
 	if !k.keeping {
 		return
 	}
-	c.releaseOn(undoOf(k.kept), c.allNodes(), k.keptTry.deadline)
-	c.undo(k.kept, k.keptTry, false)
-	k.keeping = false
+	kept := k.kept
+	if quiet {
+		kept = quietly(kept)
+	}
+	c.releaseOn(undoOf(kept), c.allNodes(), k.keptTry.deadline)
+	c.undo(kept, k.keptTry, false)
+	k.keeping, k.keptFull = false, false
 }
 
 // first reports whether the waiter is woken by releases meant for keepers
 // (pubsub's SetFirst): it keeps part of the lock, or the tie-breaker did not
-// answer its last attempt, so no hand-off will reach it.
-func (k *contender) first() bool { return k.keeping || k.tieLost }
+// answer its last attempt, or it gave the tie-breaker back to a holder that
+// lacks it (yielded), so no hand-off will reach it.
+func (k *contender) first() bool { return k.keeping || k.tieLost || k.yielded }
 
 // expectContention makes the first attempt a probe of the tie-breaker that
 // already joins the queue (see 3 and 4): the handle met another holder
@@ -266,7 +326,7 @@ func (k *contender) expectContention() {
 
 // handedOff is told that the last wake was a hand-off naming this waiter:
 // the lock was freed for it, so the next attempt goes to every node.
-func (k *contender) handedOff() { k.probe, k.recheck = false, false }
+func (k *contender) handedOff() { k.probe, k.recheck, k.handOff = false, false, true }
 
 // leaveQueue takes a Lock call that ends without the lock out of the queue,
 // in the background, so that no release hands the lock to it. A Dequeue

@@ -161,7 +161,7 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 			return false, err
 		}
 	}
-	defer k.abandon(h.c) // nothing kept once the lock is won
+	defer k.abandon(h.c, false) // nothing kept once the lock is won
 	won := false
 	defer func() {
 		if !won {
@@ -270,6 +270,9 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	if !reentry {
 		only = k.target()
 		op.Ticket = k.ticket
+		// Should it take the tie-breaker, it asks who refuses it on the
+		// other nodes (see contender.mayKeep).
+		op.AskHolder = k.enabled && only < 0
 	}
 	a := h.c.acquire(ctx, op, h.kind.quorum, only)
 	h.c.attempted(ctx, h, op, only, a, call)

@@ -27,7 +27,9 @@
 -- ARGV[9] '1' when the owner's client may send this call twice (go-redis
 --         retries): a refusal buries its sequence number (see refused in
 --         prelude.lua)
--- ARGV[10] '1' (with KEYS[6..8]) when the owner waits for the write hold: a
+-- ARGV[10] '1' to name the other owner in a refusal by its hold (the
+--         reply's fourth element; see below)
+-- ARGV[11] '1' (with KEYS[6..8]) when the owner waits for the write hold: a
 --         refusal leaves its mark, so that new readers wait behind it
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
@@ -36,7 +38,9 @@
 -- Returns {1, count, fence} when the owner holds the lock afterwards,
 -- {4, -2, fence} when a fair lock is free here but another owner is ahead
 -- in its queue (ARGV[8]),
--- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it), or
+-- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it;
+-- with ARGV[10], {0, pttl, fence, that owner}: a waiter that took the
+-- tie-breaker learns whether one owner holds a quorum), or
 -- {2, -2, fence} when the lock is free but this call is stale: the owner's
 -- hold here was ended (released, undone or force-unlocked) by an operation
 -- numbered at or above this one. Nothing changes then, and -2 ("no key") is
@@ -51,7 +55,7 @@
 -- An RWMutex's write hold is this same hold, with the readers' keys given:
 -- readers of other owners whose lease has not ended refuse it too, with
 -- {0, ms until the first of their leases ends, fence}, and a writer that
--- waits (ARGV[9]) leaves its mark whenever it is refused; the hold once
+-- waits (ARGV[11]) leaves its mark whenever it is refused; the hold once
 -- taken removes the owner's mark. A marking writer is told to look again
 -- within half a lease at the latest, so that it renews its mark before the
 -- mark can lapse. The owner's own read holds never refuse
@@ -100,8 +104,18 @@ if size > 0 then
     local ttl = redis.call('PTTL', key)
     refused(KEYS[3], seq, lease, twice)
     enqueue(KEYS[4], owner, ticket, ttl, lease, deadlines)
-    if KEYS[8] and ARGV[10] == '1' then
+    if KEYS[8] and ARGV[11] == '1' then
       ttl = markWaiting(KEYS[8], owner, lease, ttl)
+    end
+    if ARGV[10] == '1' then
+      -- Any field but the owner's own two names the other owner's hold:
+      -- its count, or its sequence number (OWNER/seq).
+      for _, field in ipairs(redis.call('HKEYS', key)) do
+        local other = string.match(field, '^(.*)/seq$') or field
+        if other ~= owner then
+          return {0, ttl, fence, other}
+        end
+      end
     end
     return {0, ttl, fence}
   end
@@ -136,7 +150,7 @@ if KEYS[6] then
   local wait = otherReaders(KEYS[6], KEYS[7], owner)
   if wait >= 0 then
     refused(KEYS[3], seq, lease, twice)
-    if ARGV[10] == '1' then
+    if ARGV[11] == '1' then
       wait = markWaiting(KEYS[8], owner, lease, wait)
     end
     return {0, wait, fence}

@@ -267,6 +267,9 @@ end
 --                          come; on the channel itself, always: a keeper's
 --                          first attempt carries no ticket, so it may not
 --                          have registered
+--   's'  nothing           the undo of an attempt that one other owner
+--                          refused on a quorum of the nodes: the lock is
+--                          held, and the undo frees nothing a waiter can use
 local personalMax = 4
 
 -- handOffHold is how long (ms) a Mutex handed off to TARGET is kept for
@@ -315,7 +318,9 @@ local function publishFor(channel, owners, msg)
 end
 
 local function announce(channel, id, mode, queue, head, reserve)
-  if mode == 'k' then
+  if mode == 's' then
+    return
+  elseif mode == 'k' then
     local ok, registered = pcall(redis.call, 'ZRANGE', queue, 0, personalMax)
     if not ok or #registered > personalMax then
       redis.call('PUBLISH', channel, id .. ' k')

@@ -13,7 +13,8 @@
 --         breaks the lock's ties), 'f' handed to the head of a fair lock's
 --         queue, which stays there until it takes the lock, 'k' a copy for
 --         keepers only, 'u' the same from a clean-up, 'h' as 'q' without
---         the hand-off's reservation (one node: see announce in prelude.lua)
+--         the hand-off's reservation (one node: see announce in prelude.lua),
+--         's' nothing (an undo that frees nothing a waiter can use)
 --
 -- Returns 0 when the owner does not hold the lock here (nothing changes but
 -- the tombstone, see below), 1 when it still holds it, 2 when the lock was

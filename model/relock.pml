@@ -118,9 +118,9 @@
  * hand-off without a reservation and the cutting of helpers per script
  * (lua.go), which the model does not see.
  */
-/* checksum lua/prelude.lua sha256:2e225d865c863ae1aeb538426b4d0948c70aba809492cc0b140fb12a4ab69591 */
-/* checksum lua/acquire.lua sha256:78ace4c166d9940dbe3047024c40dbf6d16e38ef5274590ffc4e638a99d51b82 */
-/* checksum lua/release.lua sha256:4806ba9c30de432d5484ef63610b92736ab056b6cc842594531fc486c1c9e12e */
+/* checksum lua/prelude.lua sha256:9ad7aec3131f062530fa9582acc5d36bd989b76037d7c5bd013e7eb1a3f018bb */
+/* checksum lua/acquire.lua sha256:3679dc20c1bcee74f724b3b9f4448a8818696f607384ccaab8b825ad2f8f6495 */
+/* checksum lua/release.lua sha256:a7d9f8e44b215d2437cd8588446494ceaa994abc5ad7e9ef9545f0c4f5b8a3fc */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 
@@ -933,7 +933,14 @@ inline lockStep() {
 					printf("MSC t%d %c's attempt fails (%d nodes agreed)\n", clock, 'A' + o, k);
 					/* contender.settle: keep what the attempt took when it
 					 * won the tie-breaker (and the Lock goes on); else undo
-					 * it, and what earlier attempts kept (abandon). */
+					 * it, and what earlier attempts kept (abandon). Not
+					 * modelled: contender.mayKeep's refusal to start keeping
+					 * when one owner refused the attempt on a quorum (the
+					 * acquire's reply names it, ARGV[10]), unless a hand-off
+					 * named the waiter, and the silent undo that follows
+					 * (release mode 's': no message; pubsub is not modelled).
+					 * It only keeps less; the safety properties hold for any
+					 * choice of when to keep. */
 					if
 					:: got[o*N + TIE] == R_OK && att < ATTEMPTS && !NOKEEP ->
 						undo(s, 1, DLEFT, true);

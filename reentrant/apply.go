@@ -58,8 +58,8 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 			v, r.Err = cmd.Int64()
 			r.Released = ReleaseResult(v)
 		} else {
-			var v []int64
-			if v, r.Err = cmd.Int64Slice(); r.Err == nil {
+			var v []any
+			if v, r.Err = cmd.Slice(); r.Err == nil {
 				r.Acquisition, r.Err = acquisitionOf(v)
 			}
 		}
@@ -78,14 +78,14 @@ func acquireKeys(op Op) []string {
 
 // acquireArgs are the ARGV of the acquire script for op.
 func acquireArgs(op Op) []any {
-	return appendAcquireArgs(append(make([]any, 0, 10), op.Owner), op, op.Lease.Milliseconds())
+	return appendAcquireArgs(append(make([]any, 0, 11), op.Owner), op, op.Lease.Milliseconds())
 }
 
 // appendAcquireArgs appends the acquire script's ARGV after the owner
 // (ARGV[1]) to argv, with lease as ARGV[2]: one list for a lone call and a
 // prepared one.
 func appendAcquireArgs(argv []any, op Op, lease any) []any {
-	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op), flag(op.twice))
+	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op), flag(op.twice), flag(op.AskHolder))
 }
 
 // queueRule is the acquire script's ARGV[8]: 1 for Op.Fair, 2 for
@@ -126,16 +126,33 @@ func appendReleaseArgs(argv []any, op Op, lease any, releaseID string) []any {
 // acquisitionOf reads the acquire script's reply {outcome, count or pttl,
 // fence}: outcome 1 acquired, 0 held by another owner, 2 a stale operation
 // of an owner that released since (its tombstone refused it), 3 a re-entry
-// whose hold is missing, 4 a fair lock's turn that is someone else's.
-func acquisitionOf(reply []int64) (Acquisition, error) {
-	if len(reply) != 3 || reply[0] < 0 || reply[0] > 4 {
+// whose hold is missing, 4 a fair lock's turn that is someone else's. An
+// outcome 0 may name the other owner after the fence (Op.AskHolder).
+func acquisitionOf(reply []any) (Acquisition, error) {
+	bad := func() (Acquisition, error) {
 		return Acquisition{}, fmt.Errorf("relock: acquire: unexpected reply %v", reply)
 	}
-	a := Acquisition{Acquired: reply[0] == 1, Stale: reply[0] == 2, Missing: reply[0] == 3, Queued: reply[0] == 4, Fence: reply[2]}
+	if len(reply) != 3 && len(reply) != 4 {
+		return bad()
+	}
+	outcome, ok0 := reply[0].(int64)
+	n, ok1 := reply[1].(int64)
+	fence, ok2 := reply[2].(int64)
+	if !ok0 || !ok1 || !ok2 || outcome < 0 || outcome > 4 {
+		return bad()
+	}
+	a := Acquisition{Acquired: outcome == 1, Stale: outcome == 2, Missing: outcome == 3, Queued: outcome == 4, Fence: fence}
 	if a.Acquired {
-		a.Count = reply[1]
+		a.Count = n
 	} else {
-		a.HolderTTL = pttl(reply[1])
+		a.HolderTTL = pttl(n)
+	}
+	if len(reply) == 4 {
+		holder, ok := reply[3].(string)
+		if !ok || outcome != 0 {
+			return bad()
+		}
+		a.Holder = holder
 	}
 	return a, nil
 }

@@ -127,6 +127,11 @@ type Op struct {
 	// an owner that asks just then does not take it from under the one it
 	// was handed to. Sent to that node alone; not with Fair.
 	TakesTurn bool
+	// AskHolder makes an acquire refused by another owner's hold name that
+	// owner (Acquisition.Holder), at the cost of one HKEYS on the refusing
+	// node: a waiter that took the tie-breaker learns from it whether one
+	// owner holds a quorum of the other nodes.
+	AskHolder bool
 	// Wake says how a release that frees the lock announces it (see Wake).
 	Wake Wake
 	// Mode is the kind of hold (see Mode); the zero value is Exclusive.
@@ -192,6 +197,10 @@ const (
 	// where no acquire takes turns (Op.TakesTurn), so the reservation would
 	// never be read.
 	WakeQueueAlone
+	// WakeSilent publishes nothing: the undo of an attempt that another
+	// owner refused on a quorum of the nodes frees nothing a waiter can
+	// use, since that owner holds the lock.
+	WakeSilent
 	// WakeCleanup publishes a copy for keepers only, as WakeKeepers does,
 	// from a clean-up (the undo of a failed attempt, a retried release):
 	// no hand-off of the same release is to come, so no one else wakes
@@ -213,6 +222,8 @@ func (w Wake) luaFlag() string {
 		return "h"
 	case WakeCleanup:
 		return "u"
+	case WakeSilent:
+		return "s"
 	}
 	return ""
 }
@@ -265,6 +276,9 @@ type Acquisition struct {
 	// Fence is the node's fencing counter (0 when never raised, or when
 	// the Op did not ask for it).
 	Fence int64
+	// Holder is the other owner whose hold refused the call, when the Op
+	// asked (Op.AskHolder); "" otherwise.
+	Holder string
 }
 
 // Acquire takes the lock for op.Owner with hold count op.Count (≥ 1), or
@@ -281,7 +295,7 @@ func (n *Node) Acquire(ctx context.Context, op Op) (Acquisition, error) {
 	} else {
 		cmd = n.calls.runCall(ctx, op.acquireCall())
 	}
-	reply, err := cmd.Int64Slice()
+	reply, err := cmd.Slice()
 	if err != nil {
 		return Acquisition{}, n.opError(op, err)
 	}
