@@ -2,6 +2,8 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -374,4 +376,111 @@ func TestTombstoneRefusedCopyOfARetriedAcquire(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleaseSentTwiceIsNotALoss: go-redis sends a call again when its
+// reply did not come (MaxRetries), so a release to 0 may land twice: the
+// first copy frees the hold, and the second finds nothing of its owner.
+// That second copy answers "released", as the first did, since the
+// owner's tombstone already carries its number; only a release that finds
+// nothing and no such number answers "not held" (a lost lock). For the
+// three release scripts (a Mutex's, a read hold's, a semaphore's), each
+// run through reentrant.Node.
+func TestReleaseSentTwiceIsNotALoss(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 20*time.Second)
+	node := reentrant.NewNode(c.Nodes[0].Direct(), 0)
+	lockKey, semKey := mustKey(t, "tomb:sent-twice"), mustSemKey(t, "tomb:sent-twice:sem")
+	for _, tc := range []struct {
+		name string
+		op   reentrant.Op
+	}{
+		{"mutex", reentrant.Op{Key: lockKey, Lease: 30 * time.Second}},
+		{"read hold", reentrant.Op{Key: lockKey, Lease: 30 * time.Second, Mode: reentrant.Read}},
+		{"semaphore", reentrant.Op{Key: semKey, Lease: 30 * time.Second, Mode: reentrant.Semaphore, Permits: 1, Capacity: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, c.Nodes[0].Direct().FlushAll(ctx).Err())
+			acquire := tc.op
+			acquire.Owner, acquire.Count, acquire.Seq = "twice:1", 1, 1
+			a, err := node.Acquire(ctx, acquire)
+			require.NoError(t, err)
+			require.True(t, a.Acquired)
+
+			release := acquire
+			release.Count, release.Seq = 0, 2
+			for copyNo := 1; copyNo <= 2; copyNo++ {
+				r, err := node.Release(ctx, release, "twice:1/2")
+				require.NoError(t, err)
+				require.Equal(t, reentrant.Released, r, "copy %d of the release", copyNo)
+			}
+
+			// An owner that never held the lock here, with nothing buried.
+			never := release
+			never.Owner, never.Seq = "never:1", 5
+			r, err := node.Release(ctx, never, "never:1/5")
+			require.NoError(t, err)
+			require.Equal(t, reentrant.NotHeld, r, "nothing held and nothing released before")
+		})
+	}
+}
+
+// TestUnlockWhoseReleasesLandedTwiceHoldsNoLoss: every release to 2 of 3
+// nodes is sent twice, as go-redis does when a reply is lost, so those two
+// nodes answer the Unlock with the second copy. The Unlock succeeds and no
+// loss is signalled: two "not held" answers out of three used to read as a
+// lock lost before the Unlock.
+func TestUnlockWhoseReleasesLandedTwiceHoldsNoLoss(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 20*time.Second)
+	nodes := make([]redis.UniversalClient, 3)
+	for i := range nodes {
+		cl := c.Nodes[i].Link().NewClient()
+		t.Cleanup(func() { _ = cl.Close() })
+		// Loaded now, so that the releases go by SHA (a NOSCRIPT reply
+		// would be answered with the source, which the hook does not
+		// match).
+		require.NoError(t, lua.Release.Load(ctx, cl))
+		if i > 0 {
+			cl.AddHook(sendTwice{sha: lua.Release.SHA()})
+		}
+		nodes[i] = cl
+	}
+	require.NoError(t, c.Warm(ctx))
+	lc := newLockClientOver(t, nodes, lock.Options{})
+	m := lc.NewMutex("released-twice")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Unlock(ctx), "the second copies of the releases are not a loss")
+	require.Zero(t, lc.Stats().Losses, "a loss was signalled")
+	requireFree(t, 3, "released-twice", 2*time.Second)
+}
+
+// sendTwice is a go-redis hook that runs every call or pipeline that
+// carries the script sha twice and keeps the second replies: the first
+// copy lands, its reply is as good as lost.
+type sendTwice struct{ sha string }
+
+func (s sendTwice) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s sendTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if s.runs(cmd) {
+			_ = next(ctx, cmd)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (s sendTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, s.runs) {
+			_ = next(ctx, cmds)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (s sendTwice) runs(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return len(args) >= 2 && fmt.Sprint(args[1]) == s.sha
 }

@@ -90,6 +90,12 @@ end
 -- SET ... GET refuses a key of another type before changing it. Only a
 -- straggler, a release older than the one that wrote the tombstone, finds
 -- a higher number there, and puts it back with a third SET.
+--
+-- It returns the number that was there before (0 when none): a release
+-- that finds nothing of its owner and sees its own number already buried
+-- is a copy of itself that landed before (go-redis sends a call again when
+-- its reply did not come), not a sign that the hold was lost (see
+-- goneBefore).
 local function bury(tomb, seq, ttl)
   local left = redis.call('PTTL', tomb)
   local keep = math.max(left, ttl)
@@ -111,6 +117,21 @@ local function bury(tomb, seq, ttl)
   if last > seq then
     redis.call('SET', tomb, last, 'PX', keep)
   end
+  return last
+end
+
+-- goneBefore is what a release to count 0 that finds nothing of its owner
+-- answers, after burying seq in tomb: 2 (released) when the tombstone
+-- already had seq or more, so that this call, or a newer operation of the
+-- owner, had ended the hold here (a copy of a release sent again after a
+-- lost reply would otherwise read as a lost lock); else 0 (not held). The
+-- price: a release whose first copy found the hold already gone (expired)
+-- and whose reply was lost reports that node as released.
+local function goneBefore(tomb, seq, lease)
+  if bury(tomb, seq, lease) >= seq then
+    return 2
+  end
+  return 0
 end
 
 -- refused is called by an acquire that changes nothing because the lock is

@@ -9,7 +9,7 @@
 --
 -- Returns 0 when the owner holds no read hold here (nothing changes but the
 -- tombstone, as in release.lua), 1 when it still reads, 2 when its share
--- went. A release to 0 buries the sequence number in the owner's read
+-- went (or, as in release.lua, went before this copy of the call). A release to 0 buries the sequence number in the owner's read
 -- tombstone for the lease, whether it held anything here or not (see
 -- release.lua for why and for how long). The release id is published, once,
 -- only when no reader is left afterwards: readers never wait for readers.
@@ -20,7 +20,7 @@ local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]
 local held, last, now = ownRead(readers, leases, owner)
 if not held then
   if count == 0 then
-    bury(KEYS[4], seq, lease)
+    return goneBefore(KEYS[4], seq, lease)
   end
   return 0
 end

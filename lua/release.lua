@@ -18,7 +18,9 @@
 --
 -- Returns 0 when the owner does not hold the lock here (nothing changes but
 -- the tombstone, see below), 1 when it still holds it, 2 when the lock was
--- released.
+-- released: by this call, or, for a release to 0 that finds nothing, by a
+-- copy of it that landed before (its number is buried already: see
+-- goneBefore in prelude.lua).
 --
 -- Every release to count 0 buries the owner's sequence number in its
 -- tombstone (see acquire.lua for why): the full release that deletes the
@@ -54,10 +56,11 @@ local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]
 local held, last = ownHold(key, owner)
 if not held then
   if count == 0 then
-    bury(KEYS[3], seq, lease)
+    local gone = goneBefore(KEYS[3], seq, lease)
     if KEYS[6] and unmark(KEYS[6], owner) then
       redis.call('PUBLISH', KEYS[7], ARGV[5])
     end
+    return gone
   end
   return 0
 end

@@ -38,14 +38,15 @@ end
 -- on the owner's hold in the hash key: it returns the reply to give at
 -- once, 0 when the owner holds nothing here (a release to count 0 still
 -- buries its sequence number in tomb: it may be the undo of an acquire
--- that has not landed yet, see release.lua), 1 when a newer operation of
+-- that has not landed yet, see release.lua; 2 when that number was
+-- buried already, see goneBefore), 1 when a newer operation of
 -- the owner already applied (a retry or a straggler); or nil and the
 -- owner's stored value when the release goes on.
 local function releaseStart(key, owner, tomb, count, seq, lease)
   local held, last = ownHold(key, owner)
   if not held then
     if count == 0 then
-      bury(tomb, seq, lease)
+      return goneBefore(tomb, seq, lease)
     end
     return 0
   end

@@ -118,9 +118,9 @@
  * hand-off without a reservation and the cutting of helpers per script
  * (lua.go), which the model does not see.
  */
-/* checksum lua/prelude.lua sha256:9ad7aec3131f062530fa9582acc5d36bd989b76037d7c5bd013e7eb1a3f018bb */
+/* checksum lua/prelude.lua sha256:a3a768f3e273cdc75faa7a0615e8b509c5c8c32a380bac44b0a2ad7887e2e8b7 */
 /* checksum lua/acquire.lua sha256:3679dc20c1bcee74f724b3b9f4448a8818696f607384ccaab8b825ad2f8f6495 */
-/* checksum lua/release.lua sha256:a7d9f8e44b215d2437cd8588446494ceaa994abc5ad7e9ef9545f0c4f5b8a3fc */
+/* checksum lua/release.lua sha256:8c73ad962149b5c8e298cef57814d631be6b080a5a86ed039b0ea9ddd8fdfa1e */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 
@@ -351,7 +351,10 @@ inline script(d, p, k, sq, c, fl) {
 	:: k == REL ->
 		/* lua/release.lua */
 		if
-		:: ncnt[e] == 0 ->
+		:: ncnt[e] == 0 && c == 0 && nttomb[e] > 0 && ntomb[e] >= sq ->
+			bury(e, sq);
+			r = R_GONE                   /* goneBefore: its own number was buried already: return 2 */
+		:: ncnt[e] == 0 && !(c == 0 && nttomb[e] > 0 && ntomb[e] >= sq) ->
 			if :: c == 0 -> bury(e, sq) :: else -> skip fi;
 			r = R_NOTHELD                /* not held: bury when count is 0; return 0 */
 #ifndef BUG_NOSEQ
