@@ -134,10 +134,12 @@ func TestSemaphoreNodeRetriedAndDelayedCalls(t *testing.T) {
 	_, err = sub.Receive(ctx)
 	require.NoError(t, err)
 	release := semOp(key, "c:a", 2, 2, 0, &seq)
-	for i := range 2 { // a retried release gives back once, announces once
+	for range 2 { // a retried release gives back once, announces once
 		r, err := node.Release(ctx, release, "rel-1")
 		require.NoError(t, err)
-		require.Equal(t, []reentrant.ReleaseResult{reentrant.Released, reentrant.NotHeld}[i], r)
+		// The copy finds the release's own number in the tombstone: it
+		// answers as the first did, not as a lost hold (goneBefore).
+		require.Equal(t, reentrant.Released, r)
 	}
 	msg, err := sub.ReceiveMessage(ctx)
 	require.NoError(t, err)
