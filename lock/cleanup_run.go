@@ -319,8 +319,8 @@ func (w *cleaner) flush() func() {
 
 // releaseChange is the change that sends op's release to this cleaner's
 // node, announced as the contention rules ask of that node: no hand-off
-// follows a clean-up.
-// An undo made quietly (see contender.settle) announces nothing.
+// follows a clean-up. An undo made quietly (see contender.settle)
+// announces nothing.
 func (w *cleaner) releaseChange(op reentrant.Op) *reentrant.Change {
 	if op.Wake != reentrant.WakeSilent {
 		op.Wake = w.c.wakeOn(w.node, op, false)

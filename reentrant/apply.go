@@ -248,7 +248,7 @@ func (p *prepared) leaseArgOf(op Op) any {
 
 // acquireCall is op.acquireCall, from p: the same script, KEYS and ARGV.
 func (p *prepared) acquireCall(op Op) preparedCall {
-	argv := make([]any, len(p.acquireArgv), len(p.acquireArgv)+8)
+	argv := make([]any, len(p.acquireArgv), len(p.acquireArgv)+9) // appendAcquireArgs adds 9
 	copy(argv, p.acquireArgv)
 	argv = appendAcquireArgs(argv, op, p.leaseArgOf(op))
 	return preparedCall{scriptCall{lua.Acquire, p.acquireKeys, argv[3+len(p.acquireKeys):]}, argv}
