@@ -54,6 +54,21 @@ func holdWithoutTieBreaker(t *testing.T, ctx context.Context, name string) (*loc
 	return holder, tie
 }
 
+// lockInBackground calls m.Lock(ctx) on a goroutine of its own; the
+// returned channel gets the time it returned with the lock (nothing when it
+// failed, which fails the test as who's error).
+func lockInBackground(t *testing.T, ctx context.Context, m *lock.Mutex, who string) <-chan time.Time {
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := m.Lock(ctx); err != nil {
+			t.Errorf("%s: %v", who, err)
+			return
+		}
+		got <- time.Now()
+	}()
+	return got
+}
+
 // splitBetweenTheDead resets the cluster and leaves the lock named name
 // held, for lease, on the two nodes of the first 3 that are not its
 // tie-breaker, by a different owner on each: two contenders that died
@@ -88,26 +103,14 @@ func TestTieBreakerHolderKeepsAndGoesNext(t *testing.T) {
 	tie := splitBetweenTheDead(t, ctx, name, 3*time.Second)
 
 	keeper := newLockClient(t, 3, lock.Options{}).NewMutex(name)
-	keeperGot := make(chan time.Time, 1)
-	go func() {
-		if err := keeper.Lock(ctx); err != nil {
-			t.Errorf("keeper: %v", err)
-		}
-		keeperGot <- time.Now()
-	}()
+	keeperGot := lockInBackground(t, ctx, keeper, "keeper")
 	require.Eventually(t, func() bool {
 		return holdersOn(t, 3, name)[tie][keeper.Owner()] == 1
 	}, 5*time.Second, 5*time.Millisecond, "the waiter that won the tie-breaker must keep it")
 
 	laterClient := newLockClient(t, 3, lock.Options{})
 	later := laterClient.NewMutex(name)
-	laterGot := make(chan time.Time, 1)
-	go func() {
-		if err := later.Lock(ctx); err != nil {
-			t.Errorf("later: %v", err)
-		}
-		laterGot <- time.Now()
-	}()
+	laterGot := lockInBackground(t, ctx, later, "later")
 	require.Eventually(t, func() bool { return laterClient.Stats().Sleeping == 1 }, 5*time.Second, time.Millisecond)
 
 	var keeperAt time.Time
@@ -178,13 +181,7 @@ func TestWaiterLeavesTheTieBreakerToAHolderWithAQuorum(t *testing.T) {
 
 	wc := newLockClient(t, 3, lock.Options{})
 	waiter := wc.NewMutex(name)
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := waiter.Lock(ctx); err != nil {
-			t.Errorf("waiter: %v", err)
-		}
-		got <- time.Now()
-	}()
+	got := lockInBackground(t, ctx, waiter, "waiter")
 	require.Eventually(t, func() bool { return wc.Stats().Sleeping == 1 }, 5*time.Second, time.Millisecond)
 	attempts := wc.Stats().Attempts
 	require.GreaterOrEqual(t, attempts, uint64(1))
@@ -465,14 +462,7 @@ func testWaiterCutOffFromTheTieBreaker(t *testing.T) {
 	require.NoError(t, links[tie].Partition())
 	waiterClient := newLockClientOver(t, linkClients(links[:3]), lock.Options{NodeTimeout: 200 * time.Millisecond})
 	waiter := waiterClient.NewMutex(name)
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := waiter.Lock(ctx); err != nil {
-			t.Errorf("waiter: %v", err)
-			return
-		}
-		got <- time.Now()
-	}()
+	got := lockInBackground(t, ctx, waiter, "waiter")
 	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
 
 	released := time.Now()
