@@ -242,6 +242,58 @@ func TestLockContextCancelledMidAcquire(t *testing.T) {
 	})
 }
 
+// TestLockCancelledOnOneMasterEndsWithinTheNodeTimeout: on a Client of one
+// master a Lock's call runs on the caller's own goroutine (no worker to hand
+// it to), where nothing watches ctx while the call is on the wire. So it does
+// so only while the node answers in its usual time, whose wait is the least
+// node timeout: a cancellation is then seen when the call ends, within that
+// timeout. On a node slower than usual the call goes to a worker and the
+// cancellation is seen at once, not when the longer wait runs out. Either
+// way the attempt (taken on the node, its reply lost) leaves nothing.
+func TestLockCancelledOnOneMasterEndsWithinTheNodeTimeout(t *testing.T) {
+	c := reset(t)
+	require.NoError(t, c.Warm(t.Context()))
+	lc := newLockClient(t, 1, lock.Options{NodeTimeout: adaptiveTimeouts})
+	ctx := ctxFor(t, 30*time.Second)
+	m := lc.NewMutex("cancel-one")
+	cycles := func(k int) {
+		for range k {
+			require.NoError(t, m.Lock(ctx))
+			require.NoError(t, m.Unlock(ctx))
+		}
+	}
+	cancelledLock := func() time.Duration {
+		t.Helper()
+		require.NoError(t, c.Nodes[0].DropReplies())
+		lockCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := time.AfterFunc(20*time.Millisecond, cancel)
+		defer stop.Stop()
+		start := time.Now()
+		err := m.Lock(lockCtx)
+		took := time.Since(start)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Zero(t, m.HoldCount())
+		require.NoError(t, c.Nodes[0].Heal())
+		requireFree(t, 1, "cancel-one", 5*time.Second)
+		return took
+	}
+
+	// Healthy: the node's wait comes down to the floor (100 ms).
+	cycles(20)
+	took := cancelledLock()
+	require.Less(t, took, lock.NodeTimeoutFloor+400*time.Millisecond,
+		"a cancellation is seen within the node's timeout (%v), not later", lock.NodeTimeoutFloor)
+
+	// Slow: every reply takes 400 ms, so the node's wait rises above the
+	// floor, and the call goes to a worker.
+	require.NoError(t, c.Nodes[0].Slow(400*time.Millisecond))
+	cycles(4)
+	took = cancelledLock()
+	require.Less(t, took, 300*time.Millisecond,
+		"on a slow node a cancellation is seen at once (the call would have waited 400 ms or more)")
+}
+
 // TestLockTimesOutBehindHolder: Lock with a timeout behind another holder
 // returns the deadline error and leaves the holder's lock as it was.
 func TestLockTimesOutBehindHolder(t *testing.T) {

@@ -65,7 +65,7 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 	// included.
 	calls := make([]nodeCall[T], n)
 	finished := make(chan int, n) // buffered: a late call never blocks
-	here := c.waits.callableHere(ctx, only)
+	here := c.waits.callableHere(only)
 	for i, node := range c.nodes {
 		nc := &calls[i]
 		if only >= 0 && i != only {
@@ -74,6 +74,9 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 			continue
 		}
 		wait, token := c.waits.wait(i, kind, lease)
+		if i == here && !c.waits.seesCancelIn(ctx, wait) {
+			here = -1
+		}
 		nc.limit = start.Add(wait)
 		nc.ctx = nodeCtx{Context: ctx, deadline: nc.limit, running: true, atOnce: i == here}
 		nc.c, nc.i, nc.node, nc.call, nc.finished = c, i, node, call, finished

@@ -78,7 +78,11 @@ func (m *Mutex) Lost() <-chan struct{} { return m.lostChan() }
 // an error for which errors.Is(err, ctx.Err()) is true, and nothing of the
 // attempt is left on any node. While a quorum cannot be reached (nodes
 // down) Lock keeps retrying until ctx ends; its error then also wraps the
-// last *QuorumError.
+// last *QuorumError. ctx's deadline bounds every node call; a cancellation
+// is seen at once, except by a call to a single node (a Client of one
+// master) that answers in its usual time: that call ends first, within the
+// least node timeout (NodeTimeout; 100 ms by default), so that it needs no
+// second goroutine.
 func (m *Mutex) Lock(ctx context.Context) error {
 	_, err := m.lock(ctx, m.c.opts.Lease, true, true)
 	return err

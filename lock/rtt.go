@@ -165,17 +165,18 @@ func boundedByDeadline(rdb redis.UniversalClient) bool {
 	return o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && o.WriteTimeout >= 0
 }
 
-// callableHere returns the node whose call a fan-out on ctx may make on its
-// own goroutine rather than hand to a worker, or -1: the fan-out asks one
-// node only (only, or the only node), ctx can never be cancelled (a Done
-// channel it would have to watch meanwhile), and the node's client ends the
-// call by its deadline. The call is then sent at once, alone, or not at all
-// (see reentrant.AtOnce), so it ends, at the latest, when the trip's
-// deadline (the node's wait, see reentrant.NewNode) passes: as a worker's
-// call would, except that fanOutTo learns of it on its own goroutine, which
-// saves the two goroutine switches of a hand-off (each waking an idle
-// thread: half the client's CPU time in a sequential Lock/Unlock cycle).
-func (w *nodeWaits) callableHere(ctx context.Context, only int) int {
+// callableHere returns the node whose call a fan-out may make on its own
+// goroutine rather than hand to a worker, or -1: the fan-out asks one node
+// only (only, or the only node), and the node's client ends the call by its
+// deadline. The call is then sent at once, alone, or not at all (see
+// reentrant.AtOnce), so it ends, at the latest, when the trip's deadline
+// (the node's wait, see reentrant.NewNode) passes: as a worker's call would,
+// except that fanOutTo learns of it on its own goroutine, which saves the two
+// goroutine switches of a hand-off (each waking an idle thread: about a
+// third of the client's CPU time in a sequential Lock/Unlock cycle). Whether
+// a ctx that can be cancelled allows it too depends on the node's wait: see
+// seesCancelIn.
+func (w *nodeWaits) callableHere(only int) int {
 	node := only
 	if node < 0 {
 		if len(w.bounded) != 1 {
@@ -183,8 +184,24 @@ func (w *nodeWaits) callableHere(ctx context.Context, only int) int {
 		}
 		node = 0
 	}
-	if node >= len(w.bounded) || !w.bounded[node] || ctx.Done() != nil {
+	if node >= len(w.bounded) || !w.bounded[node] {
 		return -1
 	}
 	return node
+}
+
+// seesCancelIn reports whether a call made on the fan-out's own goroutine
+// with a wait of wait still ends soon enough after ctx is cancelled: while
+// it is on the wire nothing watches ctx's Done channel (go-redis ends a call
+// by its context's deadline, not by its cancellation), so a cancellation
+// is seen when the call ends, within wait. That is allowed when ctx can
+// never be cancelled, or when wait is no longer than the least node timeout
+// (NodeTimeoutFloor, 100 ms, by default; the NodeTimeout set), which is
+// the node's wait whenever it answers in its usual time: a cancelled Lock
+// on a healthy node then returns within that bound, and on a node slower
+// than usual, when the cancellation would wait longer, the call goes to a
+// worker and the fan-out returns at once. ctx's deadline is kept either way:
+// it bounds the call itself.
+func (w *nodeWaits) seesCancelIn(ctx context.Context, wait time.Duration) bool {
+	return ctx.Done() == nil || wait <= w.floor
 }

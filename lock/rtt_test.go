@@ -194,7 +194,7 @@ type serverError string
 func (e serverError) Error() string { return string(e) }
 func (serverError) RedisError()     {}
 
-func TestCallableHereNeedsOneBoundedNodeAndAnEndlessContext(t *testing.T) {
+func TestCallableHereNeedsOneBoundedNode(t *testing.T) {
 	bounded := func(o *redis.Options) *redis.Options {
 		o.ContextTimeoutEnabled = true
 		return o
@@ -204,21 +204,14 @@ func TestCallableHereNeedsOneBoundedNodeAndAnEndlessContext(t *testing.T) {
 		t.Cleanup(func() { _ = rdb.Close() })
 		return newNodeWaits(Options{Nodes: []redis.UniversalClient{rdb}})
 	}
-	cancellable, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	endless := context.WithoutCancel(cancellable)
 
-	w := one(bounded(&redis.Options{Addr: "127.0.0.1:1"}))
-	if got := w.callableHere(endless, -1); got != 0 {
-		t.Fatalf("one bounded node, endless ctx: %d; want 0", got)
+	if got := one(bounded(&redis.Options{Addr: "127.0.0.1:1"})).callableHere(-1); got != 0 {
+		t.Fatalf("one bounded node: %d; want 0", got)
 	}
-	if got := w.callableHere(cancellable, -1); got != -1 {
-		t.Fatalf("a ctx that can end: %d; want -1 (a worker, so the wait can end with it)", got)
-	}
-	if got := one(&redis.Options{Addr: "127.0.0.1:1"}).callableHere(endless, -1); got != -1 {
+	if got := one(&redis.Options{Addr: "127.0.0.1:1"}).callableHere(-1); got != -1 {
 		t.Fatalf("a client that ignores ctx deadlines: %d; want -1", got)
 	}
-	if got := one(bounded(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: -2})).callableHere(endless, -1); got != -1 {
+	if got := one(bounded(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: -2})).callableHere(-1); got != -1 {
 		t.Fatalf("a client without read deadlines: %d; want -1", got)
 	}
 
@@ -226,11 +219,31 @@ func TestCallableHereNeedsOneBoundedNodeAndAnEndlessContext(t *testing.T) {
 	for i := range three.bounded {
 		three.bounded[i] = true
 	}
-	if got := three.callableHere(endless, -1); got != -1 {
+	if got := three.callableHere(-1); got != -1 {
 		t.Fatalf("a fan-out to 3 nodes: %d; want -1", got)
 	}
-	if got := three.callableHere(endless, 2); got != 2 {
+	if got := three.callableHere(2); got != 2 {
 		t.Fatalf("a probe of node 2 alone: %d; want 2", got)
+	}
+}
+
+func TestSeesCancelInAllowsACancellableContextOnlyForAShortWait(t *testing.T) {
+	w := waitsFor(t, Options{}, 1)
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	endless := context.WithoutCancel(cancellable)
+
+	if !w.seesCancelIn(endless, time.Hour) {
+		t.Fatal("a ctx that cannot be cancelled: any wait should do")
+	}
+	if !w.seesCancelIn(cancellable, w.floor) {
+		t.Fatalf("a cancellable ctx and the floor's wait (%v): should run here", w.floor)
+	}
+	if w.seesCancelIn(cancellable, w.floor+time.Millisecond) {
+		t.Fatal("a cancellable ctx and a wait above the floor: want a worker, so the fan-out sees the cancellation at once")
+	}
+	if w.seesCancelIn(cancellable, NodeTimeoutInitial) {
+		t.Fatal("a node never heard from (the initial wait): want a worker")
 	}
 }
 
