@@ -84,7 +84,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c.ident = newIdentifier(opts.Nodes, c.addrs, opts.NodeTimeout, opts.Logger)
 	c.life, c.stop = context.WithCancel(context.Background())
-	c.dog = watchdog.New(c.renewBatch, watchdog.Options{Early: lossEarly})
+	c.dog = watchdog.New(c.renewBatch, watchdog.Options{Early: lossEarly, MaxBatch: renewBatchMax})
 	c.broker = pubsub.NewBroker(opts.Nodes, pubsub.Options{
 		SubscribeTimeout: opts.NodeTimeout,
 		Quorum:           quorum(len(opts.Nodes)),

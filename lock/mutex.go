@@ -79,10 +79,11 @@ func (m *Mutex) Lost() <-chan struct{} { return m.lostChan() }
 // attempt is left on any node. While a quorum cannot be reached (nodes
 // down) Lock keeps retrying until ctx ends; its error then also wraps the
 // last *QuorumError. ctx's deadline bounds every node call; a cancellation
-// is seen at once, except by a call to a single node (a Client of one
-// master) that answers in its usual time: that call ends first, within the
-// least node timeout (NodeTimeout; 100 ms by default), so that it needs no
-// second goroutine.
+// is seen at once, except by a call made to one node alone (every call of a
+// Client of one master, and a waiter's probe of the tie-breaker) while that
+// node answers in its usual time: such a call runs on Lock's own goroutine
+// and ends first, within the least node timeout (NodeTimeout; 100 ms by
+// default).
 func (m *Mutex) Lock(ctx context.Context) error {
 	_, err := m.lock(ctx, m.c.opts.Lease, true, true)
 	return err
