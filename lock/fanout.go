@@ -74,7 +74,10 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 			continue
 		}
 		wait, token := c.waits.wait(i, kind, lease)
-		if i == here && !c.waits.seesCancelIn(ctx, wait) {
+		if i == here && (!c.waits.seesCancelIn(ctx, wait) || !node.CanSendAtOnce()) {
+			// A worker makes it: the cancellation must be seen sooner, or
+			// every pipeline of the node is busy (the call, built here,
+			// would only fail with ErrBusy and be built again).
 			here = -1
 		}
 		nc.limit = start.Add(wait)

@@ -150,6 +150,14 @@ func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
 	return c.cmd
 }
 
+// hasFreeTurn reports whether a call sent now would find a free turn. It is
+// a hint: another caller may take the turn first.
+func (p *pipeliner) hasFreeTurn() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.turns < maxPipelines
+}
+
 // giveUp ends the wait of a call whose ctx ended: a call still queued is
 // withdrawn and never sent; one on the wire is waited for (its reply comes
 // by the batch's deadline). held says that the caller holds a turn it has

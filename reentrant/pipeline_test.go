@@ -72,3 +72,22 @@ func checkPrepared(t *testing.T, what string, got preparedCall, want scriptCall)
 		t.Fatalf("%s: argv %v; want %v", what, got.argv, argv)
 	}
 }
+
+// hasFreeTurn says whether a call sent at once would find a turn: until
+// maxPipelines turns are in use.
+func TestHasFreeTurnUntilEveryTurnIsInUse(t *testing.T) {
+	p := &pipeliner{}
+	for range maxPipelines {
+		if !p.hasFreeTurn() {
+			t.Fatalf("no free turn with %d of %d in use", p.turns, maxPipelines)
+		}
+		p.turns++
+	}
+	if p.hasFreeTurn() {
+		t.Fatalf("a free turn with all %d in use", p.turns)
+	}
+	p.passTurn() // nobody queued: the turn is given back
+	if !p.hasFreeTurn() {
+		t.Fatal("no free turn after one was given back")
+	}
+}
