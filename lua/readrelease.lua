@@ -9,10 +9,11 @@
 --
 -- Returns 0 when the owner holds no read hold here (nothing changes but the
 -- tombstone, as in release.lua), 1 when it still reads, 2 when its share
--- went (or, as in release.lua, went before this copy of the call). A release to 0 buries the sequence number in the owner's read
--- tombstone for the lease, whether it held anything here or not (see
--- release.lua for why and for how long). The release id is published, once,
--- only when no reader is left afterwards: readers never wait for readers.
+-- went (or, as in release.lua, went before this copy of the call). A
+-- release to 0 buries the sequence number in the owner's read tombstone for
+-- the lease, whether it held anything here or not (see release.lua for why
+-- and for how long). The release id is published, once, only when no
+-- reader is left afterwards: readers never wait for readers.
 local readers, leases = KEYS[1], KEYS[2]
 local owner = ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
