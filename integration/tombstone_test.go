@@ -49,16 +49,17 @@ func staleOps(key reentrant.Key, owner string) (acquire, repair, renew reentrant
 	return acquire, repair, renew
 }
 
-// TestTombstoneStaleOpsAfterReleaseChangeNothing: after Lock and Unlock on
-// 1 and 3 masters, the owner's older acquire, repair and renewal land on
-// every node and create nothing; the lock reads free everywhere; another
-// owner takes it at once on every node; the owner's own next Lock works at
-// once; and the tombstones carry a bounded TTL.
+// TestTombstoneStaleOpsAfterReleaseChangeNothing: through clients that may
+// send a call twice (go-redis's defaults: 3 retries), after Lock and Unlock on 1 and 3 masters, the owner's
+// older acquire, repair and renewal land on every node and create nothing;
+// the lock reads free everywhere; another owner takes it at once on every
+// node; the owner's own next Lock works at once; and the tombstones carry a
+// bounded TTL.
 func TestTombstoneStaleOpsAfterReleaseChangeNothing(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(itoaName(n), func(t *testing.T) {
 			reset(t)
-			lc := newLockClient(t, n, lock.Options{})
+			lc := newLockClientOver(t, defaultClients(t, n), lock.Options{})
 			ctx := ctxFor(t, 20*time.Second)
 			const name = "tomb:stale"
 			key := mustKey(t, name)
@@ -120,11 +121,12 @@ func TestTombstoneStaleOpsAfterReleaseChangeNothing(t *testing.T) {
 	}
 }
 
-// TestTombstoneExpires: a tombstone lives for the released hold's lease and
-// then goes, leaving the node empty.
+// TestTombstoneExpires: a tombstone (here left by an Unlock through clients
+// that may send a call twice) lives for the released hold's lease and then
+// goes, leaving the node empty.
 func TestTombstoneExpires(t *testing.T) {
 	reset(t)
-	lc := newLockClient(t, 3, lock.Options{})
+	lc := newLockClientOver(t, defaultClients(t, 3), lock.Options{})
 	ctx := ctxFor(t, 20*time.Second)
 	const name, lease = "tomb:expires", 3 * time.Second // the shortest lease the test NodeTimeout allows
 	m := lc.NewMutex(name)
@@ -144,6 +146,40 @@ func TestTombstoneExpires(t *testing.T) {
 		}
 		return true
 	}, 2*lease, 20*time.Millisecond, "every node is empty once the lease has passed")
+}
+
+// TestNoTombstoneWhereNoCallCanStray: through clients that never send a
+// call twice, an Unlock whose Lock had every node's answer leaves no
+// tombstone anywhere (no late copy of the owner's calls can exist): after
+// Lock and Unlock on 1 and 3 masters, every node is empty, and the owner
+// and another owner lock again at once. Through go-redis's default clients
+// (make test-defaults), which retry, each node keeps the owner's tombstone
+// and nothing else. A Lock that met a node that did not answer is
+// TestTombstoneAcquireArrivingAfterTheReleaseOverAnotherConnection.
+func TestNoTombstoneWhereNoCallCanStray(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run(itoaName(n), func(t *testing.T) {
+			reset(t)
+			lc := newLockClient(t, n, lock.Options{})
+			ctx := ctxFor(t, 20*time.Second)
+			const name = "tomb:none"
+			m := lc.NewMutex(name)
+			for round := range 3 {
+				require.NoError(t, m.Lock(ctx), "round %d", round)
+				require.NoError(t, m.Unlock(ctx), "round %d", round)
+				var want []string // a client that never retries: nothing left
+				if fixture.DefaultClients() {
+					want = []string{mustKey(t, name).Tombstone(m.Owner())}
+				}
+				for i := range n {
+					keys, err := cluster.Nodes[i].Direct().Keys(ctx, "*").Result()
+					require.NoError(t, err)
+					require.ElementsMatch(t, want, keys, "round %d, node %d", round, i)
+				}
+			}
+			requireAnotherOwnerAcquires(t, lc, name, n)
+		})
+	}
 }
 
 // TestTombstoneForceUnlockedOwnerCannotComeBack: the owners a force-unlock
@@ -189,11 +225,29 @@ func TestTombstoneForceUnlockedOwnerCannotComeBack(t *testing.T) {
 
 // delayAcquire is a go-redis hook that holds the first acquire script it
 // sees for delay before sending it (whatever its caller's deadline), as a
-// congested network would, and reports the node's reply to it.
+// congested network would, and reports the node's reply to it. With
+// replyLate, the script is sent at once and its reply held for delay
+// instead: the call lands, its caller does not hear of it.
 type delayAcquire struct {
-	delay time.Duration
-	armed atomic.Bool
-	reply chan []int64
+	delay     time.Duration
+	replyLate bool
+	armed     atomic.Bool
+	reply     chan []int64
+}
+
+// lockClientSlowOnNode2 returns a lock Client over c's first 3 nodes whose
+// node 2 is reached through a client of its own with hook.
+func lockClientSlowOnNode2(t *testing.T, c *fixture.Cluster, hook *delayAcquire) *lock.Client {
+	t.Helper()
+	ctx := ctxFor(t, 5*time.Second)
+	slow := c.Nodes[2].Link().NewClient()
+	t.Cleanup(func() { _ = slow.Close() })
+	slow.AddHook(hook)
+	for _, s := range []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect} {
+		require.NoError(t, s.Load(ctx, c.Nodes[2].Direct())) // the hook watches EVALSHA
+	}
+	nodes := []redis.UniversalClient{c.Nodes[0].Link().Client(), c.Nodes[1].Link().Client(), slow}
+	return newLockClientOver(t, nodes, lock.Options{})
 }
 
 func (h *delayAcquire) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -204,8 +258,13 @@ func (h *delayAcquire) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if len(args) < 2 || args[0] != "evalsha" || args[1] != lua.Acquire.SHA() || !h.armed.CompareAndSwap(true, false) {
 			return next(ctx, cmd)
 		}
-		time.Sleep(h.delay)
+		if !h.replyLate {
+			time.Sleep(h.delay)
+		}
 		err := next(context.WithoutCancel(ctx), cmd)
+		if h.replyLate {
+			time.Sleep(h.delay)
+		}
 		r, _ := cmd.(*redis.Cmd).Int64Slice()
 		h.reply <- r
 		return err
@@ -225,13 +284,7 @@ func TestTombstoneAcquireArrivingAfterTheReleaseOverAnotherConnection(t *testing
 	c := reset(t)
 	ctx := ctxFor(t, 20*time.Second)
 	hook := &delayAcquire{delay: time.Second, reply: make(chan []int64, 1)}
-	slow := c.Nodes[2].Link().NewClient()
-	slow.AddHook(hook)
-	for _, s := range []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect} {
-		require.NoError(t, s.Load(ctx, c.Nodes[2].Direct())) // the hook watches EVALSHA
-	}
-	nodes := []redis.UniversalClient{c.Nodes[0].Link().Client(), c.Nodes[1].Link().Client(), slow}
-	lc := newLockClientOver(t, nodes, lock.Options{})
+	lc := lockClientSlowOnNode2(t, c, hook)
 	const name = "tomb:late"
 
 	m := lc.NewMutex(name)
@@ -246,8 +299,56 @@ func TestTombstoneAcquireArrivingAfterTheReleaseOverAnotherConnection(t *testing
 		t.Fatal("the delayed acquire never came back")
 	}
 	requireFree(t, 3, name, 0)
+	// The tombstone is where the acquire had not answered; where every
+	// call answered, a client that never retries needs none.
+	tomb := mustKey(t, name).Tombstone(m.Owner())
+	for i := range 3 {
+		want := i == 2 || fixture.DefaultClients()
+		require.Equal(t, want, c.Nodes[i].Direct().Exists(ctx, tomb).Val() == 1, "node %d: a tombstone", i)
+	}
 
 	requireAnotherOwnerAcquires(t, lc, name, 3)
+}
+
+// TestTombstoneWhereAnAcquireDidNotAnswer: on 3 masters, the owner's
+// acquire lands on node 2 at once but its reply is held up, so Lock
+// returns on the quorum of nodes 0 and 1 without node 2's answer. That
+// acquire counts as a call that may still land (here it landed, which the
+// owner cannot tell), so Unlock's release, which finds the hold on node 2,
+// buries the owner's number there; on nodes 0 and 1, where every call
+// answered, a client that never retries leaves no tombstone. A late copy
+// of that acquire is then refused on node 2.
+func TestTombstoneWhereAnAcquireDidNotAnswer(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 20*time.Second)
+	hook := &delayAcquire{delay: time.Second, replyLate: true, reply: make(chan []int64, 1)}
+	lc := lockClientSlowOnNode2(t, c, hook)
+	const name = "tomb:unanswered"
+	key := mustKey(t, name)
+
+	m := lc.NewMutex(name)
+	hook.armed.Store(true)
+	require.NoError(t, m.Lock(ctx), "a quorum of two answers")
+	select {
+	case r := <-hook.reply:
+		require.Equal(t, int64(1), r[0], "node 2 took the acquire: %v", r)
+	case <-ctx.Done():
+		t.Fatal("the held-up reply never came")
+	}
+	requireCounts(t, []int{0, 1, 2}, name, m.Owner(), 1)
+	require.NoError(t, m.Unlock(ctx))
+	requireFree(t, 3, name, 0)
+
+	tomb := key.Tombstone(m.Owner())
+	for i := range 3 {
+		want := i == 2 || fixture.DefaultClients()
+		require.Equal(t, want, c.Nodes[i].Direct().Exists(ctx, tomb).Val() == 1, "node %d: a tombstone", i)
+	}
+	late := reentrant.Op{Key: key, Owner: m.Owner(), Lease: lock.DefaultLease, Count: 1, Seq: 1}
+	a, err := reentrant.NewNode(c.Nodes[2].Direct(), 0).Acquire(ctx, late)
+	require.NoError(t, err)
+	require.True(t, a.Stale, "a late copy of the unanswered acquire is refused")
+	requireFree(t, 3, name, 0)
 }
 
 // requireAnotherOwnerAcquires asserts that a new owner takes the lock at
@@ -435,7 +536,10 @@ func TestUnlockWhoseReleasesLandedTwiceHoldsNoLoss(t *testing.T) {
 	ctx := ctxFor(t, 20*time.Second)
 	nodes := make([]redis.UniversalClient, 3)
 	for i := range nodes {
-		cl := c.Nodes[i].Link().NewClient()
+		// Clients that retry, as those that send a call twice do: a
+		// client that never retries releases without a tombstone where
+		// every call answered, and its releases land once.
+		cl := c.Nodes[i].Link().NewClient(func(o *redis.Options) { o.MaxRetries = 1 })
 		t.Cleanup(func() { _ = cl.Close() })
 		// Loaded now, so that the releases go by SHA (a NOSCRIPT reply
 		// would be answered with the source, which the hook does not

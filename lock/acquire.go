@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/relock-go/relock/reentrant"
@@ -47,8 +48,10 @@ type attempt struct {
 // refused there registers the waiter in that node's copy of the queue key,
 // so that the release there tells it (see contender, 4).
 // A failed attempt is left as it landed: the caller undoes it (Client.undo),
-// or keeps what it took (see contender).
-func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int) attempt {
+// or keeps what it took (see contender). strays are the nodes where a call
+// of the owner may still land (hold.strays): elsewhere the owner expects
+// no tombstone of its own (reentrant.Op.NoStrays).
+func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int, strays nodeSet) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
 	}
@@ -70,7 +73,9 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int) a
 	start := time.Now()
 	replies := fanOutTo(c, ctx, kindAcquire, c.opts.Lease, only, need, func(ctx context.Context, n *reentrant.Node) (reentrant.Acquisition, error) {
 		op := op
-		atTie := tie >= 0 && n == c.nodes[tie]
+		i := slices.Index(c.nodes, n)
+		atTie := i == tie
+		op.NoStrays = !strays.has(i)
 		if !atTie {
 			op.Fair = false
 		}

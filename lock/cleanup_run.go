@@ -135,7 +135,7 @@ func (w *cleaner) send(ctx context.Context, round []item) []reentrant.ChangeResu
 		if it.repair == nil {
 			continue
 		}
-		op, ok, busy := it.repair.repairOp()
+		op, ok, busy := it.repair.repairOp(w.node)
 		it.repairBusy = busy
 		if ok {
 			it.rep = len(changes)
@@ -277,7 +277,10 @@ func (e *cleanup) idle() bool { return e.release.Owner == "" && e.repair == nil 
 // found nothing on the node writes the older count back there, which the
 // owner's next operation (a renewal, an Unlock), carrying its count,
 // corrects.
-func (h *hold) repairOp() (op reentrant.Op, ok, busy bool) {
+//
+// The repair is a call that may land after the owner's release on node,
+// so node counts among the hold's strays from now on.
+func (h *hold) repairOp(node int) (op reentrant.Op, ok, busy bool) {
 	if !h.opMu.TryLock() {
 		return op, false, true
 	}
@@ -289,6 +292,7 @@ func (h *hold) repairOp() (op reentrant.Op, ok, busy bool) {
 	}
 	op = h.op(h.count, h.lease, 1)
 	op.Fair = false // a repair writes back a hold the quorum has: no turn to wait for
+	h.strays = h.strays.with(node)
 	return op, true, false
 }
 

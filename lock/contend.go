@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
-	"slices"
 	"time"
 
 	"github.com/relock-go/relock/internal/abtest"
@@ -121,11 +120,6 @@ func (c *Client) wakeOn(node int, op reentrant.Op, handOff bool) reentrant.Wake 
 		return reentrant.WakeCleanup
 	}
 	return reentrant.WakeKeepers
-}
-
-// wakeAt is wakeOn for the node n.
-func (c *Client) wakeAt(n *reentrant.Node, op reentrant.Op, handOff bool) reentrant.Wake {
-	return c.wakeOn(slices.Index(c.nodes, n), op, handOff)
 }
 
 // tieBreaker returns the index of key's tie-breaker node.

@@ -54,6 +54,48 @@ type hold struct {
 	// contendedAt: when a Lock of this handle last met another holder. A
 	// Lock soon after expects contention (see contender.expectContention).
 	contendedAt time.Time
+	// strays: the nodes where a call of this owner that could create its
+	// hold (an acquire, a repair) may still land (see nodeSet). A release
+	// to zero there leaves a tombstone to refuse it; elsewhere none is
+	// needed (reentrant.Op.NoStrays).
+	strays nodeSet
+}
+
+// nodeSet is a set of a Client's nodes, bit i for node i. Nodes past the
+// 64th are always in it: a set that errs by holding too much only costs a
+// tombstone.
+type nodeSet uint64
+
+// has reports whether node i is in s.
+func (s nodeSet) has(i int) bool { return i >= 64 || s&(1<<i) != 0 }
+
+// with returns s with node i in it.
+func (s nodeSet) with(i int) nodeSet {
+	if i >= 64 {
+		return s
+	}
+	return s | 1<<i
+}
+
+// without returns s without node i.
+func (s nodeSet) without(i int) nodeSet {
+	if i >= 64 {
+		return s
+	}
+	return s &^ (1 << i)
+}
+
+// strayNodes returns the nodes whose call in replies may still land: it
+// ended without an answer, and its error does not prove it never reached
+// the node (reentrant.Node.NeverReached).
+func strayNodes[T any](c *Client, replies []reply[T]) nodeSet {
+	var s nodeSet
+	for _, r := range replies {
+		if r.err != nil && !c.nodes[r.node].NeverReached(r.err) {
+			s = s.with(r.node)
+		}
+	}
+	return s
 }
 
 // holdKind is what differs between the kinds of hold: the scripts their
@@ -264,6 +306,7 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	op.Reentry = reentry
 	op.Waiting = call.wait && !reentry // a first hold a Lock waits for
 	op.Fence = h.fencing != 0 && !reentry
+	strays := h.strays
 	h.mu.Unlock()
 
 	only := -1
@@ -274,7 +317,12 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 		// other nodes (see contender.mayKeep).
 		op.AskHolder = k.enabled && only < 0
 	}
-	a := h.c.acquire(ctx, op, h.kind.quorum, only)
+	a := h.c.acquire(ctx, op, h.kind.quorum, only, strays)
+	if lost := strayNodes(h.c, a.replies); lost != 0 {
+		h.mu.Lock()
+		h.strays |= lost
+		h.mu.Unlock()
+	}
 	h.c.attempted(ctx, h, op, only, a, call)
 	switch {
 	case a.acquired:

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/relock-go/relock/reentrant"
@@ -68,7 +69,7 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	if all {
 		target = 0
 	}
-	wasLost, tieTaken := h.isLost, h.tieTaken
+	wasLost, tieTaken, strays := h.isLost, h.tieTaken, h.strays
 	op := h.op(target, h.lease, 1)
 	t.target = target
 	// Past any lease a node may still hold: renewals set it from their own
@@ -88,14 +89,17 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	start := time.Now()
 	replies := fanOutTo(h.c, ctx, kindRelease, op.Lease, -1, h.kind.quorum, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
 		op := op
+		i := slices.Index(h.c.nodes, n)
 		// A hold that never had the tie-breaker (it was down, or a keeper
 		// holds it and is woken by these copies) hands nothing off there.
-		op.Wake = h.c.wakeAt(n, op, tieTaken)
+		op.Wake = h.c.wakeOn(i, op, tieTaken)
+		op.NoStrays = !strays.has(i)
 		return n.Release(ctx, op, releaseID(op))
 	})
 	elapsed := time.Since(start)
 	var agreed, notHeld int
 	var retry []int
+	left := strays // the strays no tombstone of this release covers
 	for _, r := range replies {
 		switch {
 		case r.err != nil:
@@ -105,6 +109,17 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 		default:
 			agreed++
 		}
+		if r.err == nil && target == 0 && r.value != reentrant.StillHeld {
+			// It left a tombstone there (a release to zero that found a
+			// newer operation applied leaves none): that covers every
+			// call sent before.
+			left = left.without(r.node)
+		}
+	}
+	if cleared := strays &^ left; cleared != 0 {
+		h.mu.Lock()
+		h.strays &^= cleared
+		h.mu.Unlock()
 	}
 	h.c.releaseOn(op, retry, deadline)
 	t.reached, t.agreed = agreed+notHeld, agreed

@@ -31,6 +31,12 @@
 --         reply's fourth element; see below)
 -- ARGV[11] '1' (with KEYS[6..8]) when the owner waits for the write hold: a
 --         refusal leaves its mark, so that new readers wait behind it
+-- ARGV[12] '1' when the owner expects no tombstone of its own here: no
+--         call of its that could take the lock here may still land, so
+--         its releases here leave none (see release.lua, ARGV[7]). A first
+--         acquisition then asks for the lock and the tombstone in one
+--         EXISTS and, finding neither, takes the lock; finding either, it
+--         goes the usual way. A hint only: both ways decide alike.
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
@@ -79,7 +85,8 @@
 -- read only by that owner's acquire, so another owner acquires at once, and
 -- each key expires on its own, so no structure grows while a busy lock is
 -- taken by ever new owners. The cost on the hot path is one GET, paid only
--- when the key is free; a held key already carries OWNER/seq.
+-- when the key is free; a held key already carries OWNER/seq. An owner with
+-- no tombstone here (ARGV[12]) looks for both keys in one EXISTS instead.
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local reentry = ARGV[5] == '1'
@@ -92,9 +99,14 @@ if ARGV[6] == '1' then
   fence = fenceCounter(KEYS[2])
 end
 
-local size = hashSize(key)
+-- Neither the lock nor the owner's tombstone here (ARGV[12]): free, and
+-- this call is not stale. One command instead of HLEN and GET.
+local fresh = ARGV[12] == '1' and not reentry and redis.call('EXISTS', key, KEYS[3]) == 0
+local size = fresh and 0 or hashSize(key)
 local held
-if size > 0 then
+if fresh then
+  -- Free here: take it below.
+elseif size > 0 then
   local last
   held, last = ownHold(key, owner)
   -- The owner's fields are its count and OWNER/seq: any other field is

@@ -15,6 +15,11 @@
 --         keepers only, 'u' the same from a clean-up, 'h' as 'q' without
 --         the hand-off's reservation (one node: see announce in prelude.lua),
 --         's' nothing (an undo that frees nothing a waiter can use)
+-- ARGV[7] '1' when no call of the owner that could create its hold here
+--         (an acquire, a repair) may still land: each one it sent here has
+--         answered, through a client that never sends a call twice
+--         (reentrant.Op.NoStrays). A release that ends the hold then
+--         leaves no tombstone: there is nothing for one to refuse.
 --
 -- Returns 0 when the owner does not hold the lock here (nothing changes but
 -- the tombstone, see below), 1 when it still holds it, 2 when the lock was
@@ -24,7 +29,8 @@
 --
 -- Every release to count 0 buries the owner's sequence number in its
 -- tombstone (see acquire.lua for why): the full release that deletes the
--- lock, and also one that finds nothing of the owner here. The second case
+-- lock (unless ARGV[7] says no call it would refuse can come), and also
+-- one that finds nothing of the owner here. The second case
 -- is the undo of a failed attempt reaching a node before the acquire it
 -- undoes (or instead of it, when that acquire is still on the wire): with
 -- the tombstone, that acquire is refused whenever it lands, so one undo is
@@ -75,7 +81,9 @@ end
 -- Read the queue and bury first: foreign data in their place stops the
 -- script before it has changed anything (Redis does not roll a script back).
 local head = queueHead(KEYS[4], ARGV[6], KEYS[5])
-bury(KEYS[3], seq, lease)
+if ARGV[7] ~= '1' then
+  bury(KEYS[3], seq, lease)
+end
 redis.call('DEL', key)
 announce(KEYS[2], ARGV[5], ARGV[6], KEYS[4], head, KEYS[5])
 if KEYS[6] then

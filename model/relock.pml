@@ -119,8 +119,8 @@
  * (lua.go), which the model does not see.
  */
 /* checksum lua/prelude.lua sha256:a3a768f3e273cdc75faa7a0615e8b509c5c8c32a380bac44b0a2ad7887e2e8b7 */
-/* checksum lua/acquire.lua sha256:3679dc20c1bcee74f724b3b9f4448a8818696f607384ccaab8b825ad2f8f6495 */
-/* checksum lua/release.lua sha256:8c73ad962149b5c8e298cef57814d631be6b080a5a86ed039b0ea9ddd8fdfa1e */
+/* checksum lua/acquire.lua sha256:a3563230f5e18f540f723d8fd3af97571fcda79edcf4d740aae6dd542707064d */
+/* checksum lua/release.lua sha256:b55112795a84e5ddead1dd3f5ccbf640e422227bc9fa4934e6c1cc3fb6ab31b2 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 
@@ -256,6 +256,13 @@ bool done[2];
 byte wk[2];
 byte ws[2];
 byte got[2*N];
+/* str[p*N + d]: owner p's strays (lock/hold.go hold.strays): node d had an
+ * acquire of p's that the fan-out ended without its answer, so a copy may
+ * still land there; cleared by a release to 0 there that buried (an answer
+ * R_GONE or R_NOTHELD). A release to 0 to a node not in it, through a client
+ * that never sends twice (DUPS 0), leaves no tombstone (release.lua
+ * ARGV[7], reentrant.Op.NoStrays). */
+bool str[2*N];
 byte gfen[2];
 byte el[2];
 byte kl[2];
@@ -342,7 +349,11 @@ inline script(d, p, k, sq, c, fl) {
 		:: ncnt[g] == 0 && ncnt[e] == 0 && !fl && nttomb[e] > 0 && sq <= ntomb[e] ->
 			r = R_STALE                  /* elseif seq <= buried(KEYS[3]): {2, -2, fence} */
 		:: else ->
-			/* free here, or the owner's own hold and a newer seq:
+			/* (ARGV[12]'s one EXISTS, for an owner with no stray here, takes
+			 * this branch exactly when neither the hash nor the tombstone
+			 * exists, which the branches above also send here: the model
+			 * does not tell the two paths apart.)
+			 * free here, or the owner's own hold and a newer seq:
 			 * HSET key owner count owner/seq seq; PEXPIRE key lease; {1, count, fence} */
 			ncnt[e] = c; nseq[e] = sq; nttl[d] = NL;
 			r = R_OK
@@ -367,7 +378,9 @@ inline script(d, p, k, sq, c, fl) {
 			ncnt[e] = c; nseq[e] = sq; nttl[d] = NL;
 			r = R_STILL                  /* count > 0: HSET, PEXPIRE, return 1 */
 		:: else ->
-			bury(e, sq);                 /* count 0: bury, DEL, announce, return 2 */
+			/* count 0: bury (unless ARGV[7]: no stray of the owner here,
+			 * the flag fl of a foreground release), DEL, announce, return 2 */
+			if :: !fl -> bury(e, sq) :: else -> skip fi;
 			dropKey(d);
 			r = R_GONE
 		fi
@@ -426,6 +439,7 @@ inline canon() {
 	CMPV(fg[4*FGS], fg[5*FGS]); CMPV(fg[4*FGS+1], fg[5*FGS+1]);
 	CMPV(bg[1], bg[2]); CMPV(bg[N+1], bg[N+2]);
 	CMPV(got[1], got[2]); CMPV(got[N+1], got[N+2]);
+	CMPV(str[1], str[2]); CMPV(str[N+1], str[N+2]);
 	CMPREN;
 	if
 	:: c == 2 ->
@@ -436,6 +450,7 @@ inline canon() {
 		SWP(fg[4*FGS], fg[5*FGS]); SWP(fg[4*FGS+1], fg[5*FGS+1]);
 		SWP(bg[1], bg[2]); SWP(bg[N+1], bg[N+2]);
 		SWP(got[1], got[2]); SWP(got[N+1], got[N+2]);
+		SWP(str[1], str[2]); SWP(str[N+1], str[N+2]);
 		SWPREN
 	:: else -> skip
 	fi;
@@ -782,6 +797,50 @@ inline send(K, S, C, F) {
 /* tally: how many replies of the fan-out are X, into k. */
 #define TALLY(X) k = (got[o*N] == X) + (got[o*N+1] == X) + (got[o*N+2] == X)
 
+/* markStrays: an acquire's fan-out is over (hold.attempt, strayNodes):
+ * each node that did not answer may still get the request. Only an owner
+ * that unlocks reads its strays (B only with -DBUNLOCK): B's would be
+ * state that no step reads, so B keeps none. */
+#ifdef BUNLOCK
+#define UNLOCKS(p) 1
+#else
+#define UNLOCKS(p) ((p) == 0)
+#endif
+inline markStrays() {
+#ifndef BUG_NOSTRAYS
+	if
+	:: UNLOCKS(o) ->
+		if :: got[o*N] == 0 -> str[o*N] = true :: else -> skip fi;
+		if :: got[o*N+1] == 0 -> str[o*N+1] = true :: else -> skip fi;
+		if :: got[o*N+2] == 0 -> str[o*N+2] = true :: else -> skip fi
+	:: else -> skip
+	fi
+#else
+	skip   /* THE SEEDED BUG: no node counts as a stray */
+#endif
+}
+
+/* sendRelease: Unlock's fan-out (hold.release): as send, with, for a release
+ * to 0, the flag NoStrays for each node not in the owner's strays, through a
+ * client that never sends twice (DUPS 0). */
+#define NOSTRAY(D, C) ((C) == 0 && !str[o*N+(D)] && DUPS == 0)
+inline sendRelease(S, C) {
+	wk[o] = REL; ws[o] = S;
+	put(0, REL, S, C, NOSTRAY(0, C)); put(1, REL, S, C, NOSTRAY(1, C)); put(2, REL, S, C, NOSTRAY(2, C));
+	printf("MSC t%d %c sends REL seq %d count %d to every node (no tombstone needed: %d%d%d)\n", clock, 'A' + o, S, C,
+		NOSTRAY(0, C), NOSTRAY(1, C), NOSTRAY(2, C))
+}
+
+/* A release to 0 that buried on node D (its answer R_GONE or R_NOTHELD; a
+ * straggler's R_STILL buries nothing) covers every acquire sent there
+ * before: D leaves the strays. */
+#define BURIED(D) (got[o*N+(D)] == R_GONE || got[o*N+(D)] == R_NOTHELD)
+inline clearStrays() {
+	if :: str[o*N] && BURIED(0) -> str[o*N] = false :: else -> skip fi;
+	if :: str[o*N+1] && BURIED(1) -> str[o*N+1] = false :: else -> skip fi;
+	if :: str[o*N+2] && BURIED(2) -> str[o*N+2] = false :: else -> skip fi
+}
+
 /* forget: the fan-out is over: late replies are read by nobody. */
 inline forget() {
 	wk[o] = 0; ws[o] = 0; got[o*N] = 0; got[o*N+1] = 0; got[o*N+2] = 0; gfen[o] = 0
@@ -866,6 +925,7 @@ inline lockStep() {
 		send(ACQ, s, count[o] + 1, 1) };
 		/* fanOutTo returns: every node answered or timed out. */
 		d_step {
+			markStrays();
 			TALLY(R_OK);
 			if
 			:: k >= Q && VALID ->
@@ -915,6 +975,7 @@ inline lockStep() {
 			/* fanOutTo returns: every node answered or timed out. */
 			d_step {
 				REPLIED ->
+				markStrays();
 				TALLY(R_OK);
 				/* Client.acquire: agreed >= need && validity > 0 */
 				won = k >= Q && VALID;
@@ -1045,8 +1106,9 @@ inline unlockStep() {
 		 * hold's watchdog entry ends with it (endHold: a renewal in flight
 		 * is ignored) */
 		if :: count[o] == 1 -> vl[o] = 0; RENKILL :: else -> skip fi;
-		send(REL, s, count[o] - 1, 0) };
+		sendRelease(s, count[o] - 1) };
 		d_step {
+			if :: count[o] == 1 -> clearStrays() :: else -> skip fi;
 			/* nodes that did not answer: releaseOn(op, retry, now + lease) */
 			if :: got[o*N] == 0 -> clean(0, s, count[o] - 1, DLEFT) :: else -> skip fi;
 			if :: got[o*N+1] == 0 -> clean(1, s, count[o] - 1, DLEFT) :: else -> skip fi;
@@ -1106,7 +1168,9 @@ proctype owner(byte o) {
 		; unlockStep()
 #endif
 	fi;
-	done[o] = true
+	/* Its strays are read no more: dropped, so that states differing in
+	 * them alone are one. */
+	atomic { done[o] = true; str[o*N] = false; str[o*N+1] = false; str[o*N+2] = false }
 }
 
 init {

@@ -37,12 +37,12 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 	for i, ch := range changes {
 		op := ch.Op
 		var call scriptCall
+		op.twice = !n.noRetries
 		if ch.Release {
 			results[i].Err = op.check(0)
 			call = op.releaseCall(ch.ReleaseID)
 		} else {
 			results[i].Err = op.check(1)
-			op.twice = !n.noRetries
 			call = op.acquireCall()
 		}
 		if results[i].Err == nil {
@@ -78,15 +78,23 @@ func acquireKeys(op Op) []string {
 
 // acquireArgs are the ARGV of the acquire script for op.
 func acquireArgs(op Op) []any {
-	return appendAcquireArgs(append(make([]any, 0, 11), op.Owner), op, op.Lease.Milliseconds())
+	return appendAcquireArgs(append(make([]any, 0, 1+acquireArgsAfterOwner), op.Owner), op, op.Lease.Milliseconds())
 }
+
+// acquireArgsAfterOwner is how many ARGV appendAcquireArgs appends.
+const acquireArgsAfterOwner = 11
 
 // appendAcquireArgs appends the acquire script's ARGV after the owner
 // (ARGV[1]) to argv, with lease as ARGV[2]: one list for a lone call and a
-// prepared one.
+// prepared one. ARGV[11] (Op.Waiting) is read with an RWMutex's keys only.
 func appendAcquireArgs(argv []any, op Op, lease any) []any {
-	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op), flag(op.twice), flag(op.AskHolder))
+	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op),
+		flag(op.twice), flag(op.AskHolder), flag(op.Waiting), flag(op.noStrays()))
 }
+
+// noStrays is Op.NoStrays where the client never sends a call twice: the
+// acquire and release scripts' promise that no tombstone is needed.
+func (op Op) noStrays() bool { return op.NoStrays && !op.twice }
 
 // queueRule is the acquire script's ARGV[8]: 1 for Op.Fair, 2 for
 // Op.TakesTurn, 0 for neither.
@@ -115,12 +123,15 @@ func releaseKeys(op Op) []string {
 // releaseArgs are the ARGV of the release script for op, publishing
 // releaseID when it frees the lock.
 func releaseArgs(op Op, releaseID string) []any {
-	return appendReleaseArgs(append(make([]any, 0, 6), op.Owner), op, op.Lease.Milliseconds(), releaseID)
+	return appendReleaseArgs(append(make([]any, 0, 1+releaseArgsAfterOwner), op.Owner), op, op.Lease.Milliseconds(), releaseID)
 }
+
+// releaseArgsAfterOwner is how many ARGV appendReleaseArgs appends.
+const releaseArgsAfterOwner = 6
 
 // appendReleaseArgs is appendAcquireArgs for the release script.
 func appendReleaseArgs(argv []any, op Op, lease any, releaseID string) []any {
-	return append(argv, lease, op.Count, op.Seq, releaseID, wakeArg(op.Wake))
+	return append(argv, lease, op.Count, op.Seq, releaseID, wakeArg(op.Wake), flag(op.noStrays()))
 }
 
 // acquisitionOf reads the acquire script's reply {outcome, count or pttl,
@@ -248,7 +259,7 @@ func (p *prepared) leaseArgOf(op Op) any {
 
 // acquireCall is op.acquireCall, from p: the same script, KEYS and ARGV.
 func (p *prepared) acquireCall(op Op) preparedCall {
-	argv := make([]any, len(p.acquireArgv), len(p.acquireArgv)+9) // appendAcquireArgs adds 9
+	argv := make([]any, len(p.acquireArgv), len(p.acquireArgv)+acquireArgsAfterOwner)
 	copy(argv, p.acquireArgv)
 	argv = appendAcquireArgs(argv, op, p.leaseArgOf(op))
 	return preparedCall{scriptCall{lua.Acquire, p.acquireKeys, argv[3+len(p.acquireKeys):]}, argv}
@@ -256,7 +267,7 @@ func (p *prepared) acquireCall(op Op) preparedCall {
 
 // releaseCall is op.releaseCall, from p.
 func (p *prepared) releaseCall(op Op, releaseID string) preparedCall {
-	argv := make([]any, len(p.releaseArgv), len(p.releaseArgv)+5)
+	argv := make([]any, len(p.releaseArgv), len(p.releaseArgv)+releaseArgsAfterOwner)
 	copy(argv, p.releaseArgv)
 	argv = appendReleaseArgs(argv, op, p.leaseArgOf(op), releaseID)
 	return preparedCall{scriptCall{lua.Release, p.releaseKeys, argv[3+len(p.releaseKeys):]}, argv}

@@ -43,3 +43,25 @@ func TestNeverReached(t *testing.T) {
 		t.Error("NotSent must mean withdrawn before sending, nothing else")
 	}
 }
+
+// TestRetriesOffOnAClusterNeedsNoRedirects: a cluster client sends a call
+// again after a network error up to MaxRedirects times, so only one
+// without retries and without redirects sends each call once.
+func TestRetriesOffOnAClusterNeedsNoRedirects(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		maxRetries, maxRedirect int
+		want                    bool
+	}{
+		{"defaults", 0, 0, false},
+		{"no retries, default redirects", -1, 0, false},
+		{"no retries, no redirects", -1, -1, true},
+		{"retries, no redirects", 2, -1, false},
+	} {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: tc.maxRetries, MaxRedirects: tc.maxRedirect})
+		if got := retriesOff(c); got != tc.want {
+			t.Errorf("%s: retriesOff = %v, want %v", tc.name, got, tc.want)
+		}
+		_ = c.Close()
+	}
+}

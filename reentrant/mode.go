@@ -40,7 +40,7 @@ func (op Op) acquireCall() scriptCall {
 		k := op.Key
 		return scriptCall{lua.Acquire,
 			append(acquireKeys(op), k.Readers(), k.ReadLeases(), k.WriterWaiting()),
-			append(acquireArgs(op), flag(op.Waiting))}
+			acquireArgs(op)}
 	case Semaphore:
 		return semAcquireCall(op)
 	}

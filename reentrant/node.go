@@ -67,12 +67,14 @@ func (n *Node) NeverReached(err error) bool {
 // retriesOff reports whether rdb is known never to retry a command.
 func retriesOff(rdb redis.UniversalClient) bool {
 	// go-redis turns MaxRetries -1 into 0 and 0 into its default of 3 when
-	// it makes the client: here 0 means none.
+	// it makes the client: here 0 means none. A cluster client also sends a
+	// call again after a network error, to the same node or another, up to
+	// MaxRedirects times (-1 made 0, 0 made 3), whatever MaxRetries says.
 	switch c := rdb.(type) {
 	case *redis.Client:
 		return c.Options().MaxRetries <= 0
 	case *redis.ClusterClient:
-		return c.Options().MaxRetries <= 0
+		return c.Options().MaxRetries <= 0 && c.Options().MaxRedirects <= 0
 	}
 	return false
 }
@@ -153,14 +155,25 @@ type Op struct {
 	// need: its releases ask waiters to retry once that many nodes' copies
 	// are in (pubsub's "ID *Q" message), not a majority's.
 	Quorum int
+	// NoStrays says that no call of the owner that could create its hold
+	// on this node (an acquire, a repair) may still land there: every one
+	// it sent has answered, or the tombstone a release left since covers
+	// it. Through a client that never sends a call twice (MaxRetries -1),
+	// a release to zero (Exclusive, Write) then leaves no tombstone, as
+	// there is nothing for one to refuse, and an acquire, expecting none,
+	// looks for the lock and the tombstone in one command. Through a
+	// client that may retry it changes nothing. The lock package sets it
+	// per node.
+	NoStrays bool
 
 	// prepared, set by Prepare, holds the parts of op's script calls that
 	// its copies share.
 	prepared *prepared
-	// twice, set by the Node that sends an acquire, says that its client
-	// may send the call more than once (go-redis retries): the scripts then
-	// bury the call's sequence number when they refuse it, so that a copy
-	// landing later cannot take the lock behind the owner's back.
+	// twice, set by the Node that sends an acquire or a release, says that
+	// its client may send the call more than once (go-redis retries): the
+	// scripts then bury an acquire's sequence number when they refuse it,
+	// so that a copy landing later cannot take the lock behind the owner's
+	// back, and NoStrays is void.
 	twice bool
 }
 
@@ -336,11 +349,14 @@ func (r ReleaseResult) String() string {
 // lock is deleted and releaseID is published on the release channel, once.
 // A release to zero also leaves the owner's tombstone for op.Lease, even
 // where the owner held nothing (the undo of an attempt that has not landed
-// yet): the owner's older acquires are then refused as Stale.
+// yet): the owner's older acquires are then refused as Stale. Only a
+// release that ends the hold with Op.NoStrays, through a client that never
+// retries, leaves none.
 func (n *Node) Release(ctx context.Context, op Op, releaseID string) (ReleaseResult, error) {
 	if err := op.check(0); err != nil {
 		return NotHeld, err
 	}
+	op.twice = !n.noRetries
 	var cmd *redis.Cmd
 	if p := op.prepared; p.fits(op) {
 		cmd = n.calls.runPrepared(ctx, p.releaseCall(op, releaseID))
