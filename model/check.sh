@@ -2,7 +2,8 @@
 # check.sh: model-check model/relock.pml with SPIN. Installs spin and gcc
 # when missing, builds the verifier of each configuration in a temporary
 # directory, runs it (nice, one at a time, each bounded by LIMIT seconds and
-# 4000 MB), prints states stored, depth, time and memory, and fails unless
+# MEMLIM MB, 12000 unless set), prints states stored, depth, time and
+# memory, and fails unless
 #   delayed:    the node restarts after more than a lease (the stated
 #               assumption), no renewal: exhaustive search completed,
 #               0 errors (P1-P3);
@@ -29,9 +30,10 @@
 #   retries-bug: the same without acquire.lua's `refused` (a refusal
 #               through a retrying client buries the call's seq): P2
 #               violated, with SPIN's trail.
-# About 5 min 40 s on 2 busy cores, up to three times that in the machine's
-# slow state with other work beside it; the retries search takes 3.1 GB, no
-# other more than 1.7 GB.
+# About 11 min on a quiet machine, up to three times that in the machine's
+# slow state with other work beside it. Memory: see model/README.md's table
+# (the largest search, renew-a, about 5.1 GB since the owners keep their
+# strays; the machine has 24 GB).
 # FINDINGS=1 also runs a search that does not complete (see
 # model/README.md), reported, not gated on:
 #   fencing:    counter tokens (P4), no crash: a repeated token before
@@ -58,6 +60,8 @@ cd "$work"
 # 2 min; in the machine's slow state, with a test run beside it, the same
 # search was still going after 4 min (CI stopped it there on 2026-11-26).
 LIMIT=${LIMIT:-1200}
+# pan's memory bound (MB) per search.
+MEMLIM=${MEMLIM:-12000}
 # run NAME SEARCH DEFINES...: build and run one configuration. SEARCH is dfs
 # (exhaustive) or bfs (the shortest counterexample; pan's BFS refuses the
 # model's hidden clock, so it is built with -DNOCLOCK and the trail is
@@ -65,7 +69,7 @@ LIMIT=${LIMIT:-1200}
 run() {
 	local name=$1 search=$2
 	shift 2
-	local flags=(-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4000) defs=("$@")
+	local flags=(-O2 -DSAFETY -DCOLLAPSE -DMEMLIM="$MEMLIM") defs=("$@")
 	if [ "$search" = bfs ]; then
 		flags+=(-DBFS)
 		defs+=(-DNOCLOCK)
@@ -74,11 +78,11 @@ run() {
 	spin -a "${defs[@]}" relock.pml >/dev/null
 	gcc "${flags[@]}" -o "pan_$name" pan.c
 	local start=$SECONDS rc=0
-	nice -n 10 timeout "$LIMIT" "./pan_$name" -m100000 -w24 >"$name.out" 2>&1 || rc=$?
+	nice -n 10 timeout "$LIMIT" "./pan_$name" -m100000 -w26 >"$name.out" 2>&1 || rc=$?
 	if [ "$rc" = 124 ]; then
 		echo "Search not completed: stopped after $LIMIT s" >>"$name.out"
 	fi
-	echo "== $name (spin -a $*; gcc ${flags[*]}; pan -m100000 -w24): $((SECONDS - start)) s wall"
+	echo "== $name (spin -a $*; gcc ${flags[*]}; pan -m100000 -w26): $((SECONDS - start)) s wall"
 	grep -E "errors:|states, stored|elapsed time|total actual memory|Search not completed|max search depth too small|^pan:1:|out of memory" "$name.out" |
 		sed 's/^ */   /' | cut -c1-160 || true
 }

@@ -799,8 +799,9 @@ inline send(K, S, C, F) {
 
 /* markStrays: an acquire's fan-out is over (hold.attempt, strayNodes):
  * each node that did not answer may still get the request. Only an owner
- * that unlocks reads its strays (B only with -DBUNLOCK): B's would be
- * state that no step reads, so B keeps none. */
+ * that unlocks reads its strays (B only with -DBUNLOCK), and only through a
+ * client that never sends twice (with -DDUPS, NOSTRAY is never true): other
+ * strays would be state that no step reads, so they are not kept. */
 #ifdef BUNLOCK
 #define UNLOCKS(p) 1
 #else
@@ -809,7 +810,7 @@ inline send(K, S, C, F) {
 inline markStrays() {
 #ifndef BUG_NOSTRAYS
 	if
-	:: UNLOCKS(o) ->
+	:: UNLOCKS(o) && DUPS == 0 ->
 		if :: got[o*N] == 0 -> str[o*N] = true :: else -> skip fi;
 		if :: got[o*N+1] == 0 -> str[o*N+1] = true :: else -> skip fi;
 		if :: got[o*N+2] == 0 -> str[o*N+2] = true :: else -> skip fi
@@ -839,6 +840,17 @@ inline clearStrays() {
 	if :: str[o*N] && BURIED(0) -> str[o*N] = false :: else -> skip fi;
 	if :: str[o*N+1] && BURIED(1) -> str[o*N+1] = false :: else -> skip fi;
 	if :: str[o*N+2] && BURIED(2) -> str[o*N+2] = false :: else -> skip fi
+}
+
+/* dropStrays: the owner's hold ended (count 0) and, without -DAGAIN, no
+ * Unlock of its follows: its strays are read no more, and are dropped so
+ * that states that differ in them alone are one. */
+inline dropStrays() {
+#ifndef AGAIN
+	if :: count[o] == 0 -> str[o*N] = false; str[o*N+1] = false; str[o*N+2] = false :: else -> skip fi
+#else
+	skip
+#endif
 }
 
 /* forget: the fan-out is over: late replies are read by nobody. */
@@ -1098,6 +1110,7 @@ inline unlockStep() {
 		if :: count[o] == 1 -> releaseAll(oseq[o], 0, LEASE) :: else -> skip fi;
 		count[o]--;
 		if :: count[o] == 0 -> vl[o] = 0; lost[o] = false; RENKILL :: else -> skip fi;   /* settle, endHold */
+		dropStrays();
 		printf("MSC t%d %c unlocks a lost hold: count %d\n", clock, 'A' + o, count[o]) }
 	:: d_step { CANSEND && count[o] > 0 && !lost[o] && vl[o] > 0 ->
 		oseq[o]++; RSQ0; s = oseq[o]; el[o] = 1;
@@ -1134,6 +1147,7 @@ inline unlockStep() {
 			fi;
 			count[o]--;
 			if :: count[o] == 0 -> vl[o] = 0; lost[o] = false :: else -> skip fi;   /* settle */
+			dropStrays();
 			printf("MSC t%d %c unlocked: count %d\n", clock, 'A' + o, count[o]);
 			forget(); s = 0; el[o] = 0; k = 0 }
 	fi
@@ -1168,9 +1182,7 @@ proctype owner(byte o) {
 		; unlockStep()
 #endif
 	fi;
-	/* Its strays are read no more: dropped, so that states differing in
-	 * them alone are one. */
-	atomic { done[o] = true; str[o*N] = false; str[o*N+1] = false; str[o*N+2] = false }
+	done[o] = true
 }
 
 init {
