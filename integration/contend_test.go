@@ -479,12 +479,18 @@ func testWaiterCutOffFromTheTieBreaker(t *testing.T) {
 
 // scriptCalls is how many scripts node i has run (EVALSHA and EVAL).
 func scriptCalls(t *testing.T, i int) int64 {
+	return commandCalls(t, i, "evalsha", "eval")
+}
+
+// commandCalls is how many times node i has run the commands named (lower
+// case), those run inside scripts included (INFO commandstats).
+func commandCalls(t *testing.T, i int, names ...string) int64 {
 	info, err := cluster.Nodes[i].Direct().Info(t.Context(), "commandstats").Result()
 	require.NoError(t, err)
 	var total int64
 	for line := range strings.SplitSeq(info, "\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+		for _, name := range names {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+name+":calls="); ok {
 				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
 				require.NoError(t, err)
 				total += n
@@ -492,6 +498,70 @@ func scriptCalls(t *testing.T, i int) int64 {
 		}
 	}
 	return total
+}
+
+// TestUncontendedLockLeavesQueueAndChannelAlone: a blocking Lock that
+// takes a free lock at its first attempt, and its Unlock, run no command
+// of the wait queue (ZADD, ZREM, ZRANGE aside: the release reads whether
+// anyone waits) and publish nothing, on any node: every waiting Lock joins
+// the queue when refused, so a release that finds the queue empty has no
+// one to tell, and an owner that was never refused has nothing to leave.
+func TestUncontendedLockLeavesQueueAndChannelAlone(t *testing.T) {
+	for _, masters := range []int{1, 3} {
+		t.Run(itoaName(masters), func(t *testing.T) {
+			reset(t)
+			ctx := ctxFor(t, 30*time.Second)
+			m := newLockClient(t, masters, lock.Options{}).NewMutex("quiet-" + itoaName(masters))
+			quietCommands := []string{"zadd", "zrem", "publish", "get"}
+			before := make([]int64, masters)
+			for i := range masters {
+				before[i] = commandCalls(t, i, quietCommands...)
+			}
+			for range 20 {
+				require.NoError(t, m.Lock(ctx))
+				require.NoError(t, m.Unlock(ctx))
+			}
+			for i := range masters {
+				require.Equal(t, before[i], commandCalls(t, i, quietCommands...),
+					"node %d ran %v for 20 uncontended cycles", i, quietCommands)
+			}
+		})
+	}
+}
+
+// TestReleaseSkipsItsOwnQueueEntry: an owner that is in the queue by
+// mistake (a Lock that took the lock at its first attempt does not look
+// for an entry of its own; here one is written by hand) is not handed the
+// lock it releases: the hand-off goes to the waiter behind it, and the
+// release takes the stray entry out.
+func TestReleaseSkipsItsOwnQueueEntry(t *testing.T) {
+	for _, masters := range []int{1, 3} {
+		t.Run(itoaName(masters), func(t *testing.T) {
+			sc := heldWithWaiters(t, "own-entry-", masters, 1)
+			key, err := reentrant.NewKey("", sc.name)
+			require.NoError(t, err)
+			require.NoError(t, cluster.Nodes[sc.tie].Direct().ZAdd(sc.ctx, key.Queue, redis.Z{Score: 1, Member: sc.holder.Owner()}).Err())
+			require.Equal(t, []string{sc.holder.Owner(), sc.waiters[0].Owner()}, queueOn(t, sc.tie, sc.name))
+			ps := cluster.Nodes[sc.tie].Direct().PSubscribe(sc.ctx, key.Channel+">*")
+			t.Cleanup(func() { _ = ps.Close() })
+			_, err = ps.Receive(sc.ctx) // the confirmation
+			require.NoError(t, err)
+
+			require.NoError(t, sc.holder.Unlock(sc.ctx))
+			select {
+			case <-sc.got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the waiter did not get the lock within 5 s of the release")
+			}
+			msg, err := ps.ReceiveMessage(sc.ctx)
+			require.NoError(t, err)
+			fields := strings.Split(msg.Payload, " ")
+			require.Len(t, fields, 3, "a hand-off: %q", msg.Payload)
+			require.Equal(t, sc.waiters[0].Owner(), fields[1], "the hand-off's target")
+			require.Empty(t, queueOn(t, sc.tie, sc.name), "the release took its owner's entry out with the target")
+			require.NoError(t, sc.waiters[0].Unlock(sc.ctx))
+		})
+	}
 }
 
 // TestHandleThatMetContentionProbesFirst: a handle whose last Lock waited

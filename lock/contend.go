@@ -46,19 +46,23 @@ import (
 //     the other nodes.
 //
 //     A Lock of a handle whose Lock met another holder within the last
-//     lease expects contention: its first attempt is already a probe, and
-//     already carries its ticket (see 4). Where a released lock is taken
+//     lease expects contention: its first attempt is already a probe.
+//     Where a released lock is taken
 //     again at once by its last holder while its waiter wakes, the two
 //     would otherwise split the nodes; the probe gives the waiter, who
 //     goes straight to every node, a round trip's head start.
 //  4. Who wakes. The tie-breaker also keeps the lock's wait queue
 //     (reentrant.Key.Queue): a blocking Lock whose attempt found another
 //     owner holding the tie-breaker joins it, with a ticket drawn once per
-//     Lock call (its wall-clock time), from its second attempt on, so an
-//     uncontended Lock never touches the queue. A release that frees the
-//     lock on the tie-breaker takes the lowest ticket out of the queue and
-//     names that owner in its message (a hand-off), with the owner after
-//     it: across all processes exactly one waiter wakes, and it goes
+//     Lock call (its wall-clock time) and carried from its first attempt
+//     on. An uncontended Lock never touches the queue: its first attempt,
+//     which takes the lock, knows it is in no queue and skips the dequeue
+//     (reentrant.Op.Unqueued). A release that frees the lock on the
+//     tie-breaker takes the lowest ticket out of the queue and names that
+//     owner in its message (a hand-off), with the owner after it; a
+//     release that finds the queue empty publishes nothing, since every
+//     waiting Lock joined the queue when refused. Across all processes
+//     exactly one waiter wakes, and it goes
 //     straight to every node at once, with no probe and no race. The other
 //     nodes' releases wake only keepers (2), and only where one waits: an
 //     attempt that carries a ticket and is refused on a node registers
@@ -73,8 +77,6 @@ import (
 //     there meanwhile, typically the releaser locking again at once, is
 //     refused and queued instead of taking the tie-breaker from under the
 //     target, which would leave both with part of the nodes.
-//     (A keeper whose first attempt, which carries no ticket, won the
-//     tie-breaker does not register: it looks again after a retry delay.)
 //     If the hand-off's target does not take the lock (it died, or gave
 //     up), the next in line wakes by itself shortly after
 //     (Options.RetryDelay; the reservation lapses by then) and
@@ -156,11 +158,14 @@ type contender struct {
 	yielded bool
 
 	// queue: this Lock call waits in the lock's queue on the tie-breaker
-	// (see 4 above); ticket is its place there, drawn at its first failed
-	// attempt (0 before). The tie-breaker rules need several nodes, the
-	// queue does not.
-	queue  bool
-	ticket int64
+	// (see 4 above); ticket is its place there, drawn when the call
+	// begins. The tie-breaker rules need several nodes, the queue does
+	// not. unqueued: no attempt of the call has gone out yet, so the owner
+	// is in no queue (reentrant.Op.Unqueued).
+	queue    bool
+	ticket   int64
+	unqueued bool
+	fair     bool
 	// tieLost: the last attempt got no answer from the tie-breaker, so no
 	// hand-off will name this waiter; it is woken by the other nodes'
 	// releases instead, as keepers are.
@@ -178,11 +183,16 @@ func newContender(c *Client, key reentrant.Key, wait, fair bool) *contender {
 		enabled: wait && len(c.nodes) > 1 && !c.splitVotes,
 		queue:   wait && (fair || !c.splitVotes && !c.noQueue),
 		tie:     c.tieBreaker(key),
+		fair:    fair,
 	}
-	if k.queue && fair {
-		// A fair lock's waiter asks with its ticket from the first
-		// attempt: if its turn has not come, it is queued at once.
+	if k.queue {
+		// The waiter asks with its ticket from the first attempt: refused,
+		// it is queued at once, so a release that finds the queue empty
+		// has no one to tell. A fair lock's first attempt may find the
+		// owner queued (its turn is read from the queue): it keeps the
+		// dequeue.
 		k.ticket = time.Now().UnixMicro()
+		k.unqueued = !fair
 	}
 	return k
 }
@@ -201,9 +211,6 @@ func (k *contender) target() int {
 // retry at once rather than sleep (a probe that won the tie-breaker). woken
 // says a release's wake led to the attempt.
 func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Duration, woken bool) (retryNow bool) {
-	if k.queue && k.ticket == 0 {
-		k.ticket = time.Now().UnixMicro() // the next attempts join the queue if need be
-	}
 	tie := tieReply(a, k.tie)
 	k.tieLost = k.queue && ctxAlive(a) && tie.err != nil && !errors.Is(tie.err, errNotAsked)
 	won := tie.err == nil && tie.value.Acquired
@@ -308,25 +315,40 @@ func (k *contender) abandon(c *Client, quiet bool) {
 // lacks it (yielded), so no hand-off will reach it.
 func (k *contender) first() bool { return k.keeping || k.tieLost || k.yielded }
 
-// expectContention makes the first attempt a probe of the tie-breaker that
-// already joins the queue (see 3 and 4): the handle met another holder
-// lately.
-func (k *contender) expectContention() {
-	k.probe = k.enabled
-	if k.queue {
-		k.ticket = time.Now().UnixMicro()
+// expectContention makes the first attempt a probe of the tie-breaker (see
+// 3): the handle met another holder lately.
+func (k *contender) expectContention() { k.probe = k.enabled }
+
+// queueArgs sets op's ticket and, for the call's first attempt, its
+// Unqueued hint.
+func (k *contender) queueArgs(op *reentrant.Op) {
+	op.Ticket, op.Unqueued = k.ticket, k.unqueued
+}
+
+// sent records that an attempt with the ticket went out: from now on the
+// owner may be in the queue.
+func (k *contender) sent(a attempt) {
+	if a.sent {
+		k.unqueued = false
 	}
 }
 
 // handedOff is told that the last wake was a hand-off naming this waiter:
-// the lock was freed for it, so the next attempt goes to every node.
-func (k *contender) handedOff() { k.probe, k.recheck, k.handOff = false, false, true }
+// the lock was freed for it, so the next attempt goes to every node. On a
+// single node the release that handed it off took it out of the queue,
+// so that attempt skips the dequeue (a Mutex's: a fair lock's target stays
+// queued until it takes the lock). Over several nodes it may be
+// registered on the others as a keeper, and the dequeue stays.
+func (k *contender) handedOff(nodes int) {
+	k.probe, k.recheck, k.handOff = false, false, true
+	k.unqueued = k.unqueued || nodes == 1 && !k.fair
+}
 
 // leaveQueue takes a Lock call that ends without the lock out of the queue,
 // in the background, so that no release hands the lock to it. A Dequeue
 // that fails costs the next waiter one hand-off watch.
 func (k *contender) leaveQueue(c *Client, key reentrant.Key, owner string) {
-	if k.ticket == 0 {
+	if k.ticket == 0 || k.unqueued {
 		return // not queued
 	}
 	k.ticket = 0

@@ -261,7 +261,7 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 			return false, errors.Join(werr, lastFail)
 		}
 		if w.why == pubsub.WokenHandOff {
-			k.handedOff()
+			k.handedOff(len(h.c.nodes))
 		}
 	}
 }
@@ -312,12 +312,15 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	only := -1
 	if !reentry {
 		only = k.target()
-		op.Ticket = k.ticket
+		k.queueArgs(&op)
 		// Should it take the tie-breaker, it asks who refuses it on the
 		// other nodes (see contender.mayKeep).
 		op.AskHolder = k.enabled && only < 0
 	}
 	a := h.c.acquire(ctx, op, h.kind.quorum, only, strays)
+	if !reentry {
+		k.sent(a)
+	}
 	if lost := strayNodes(h.c, a.replies); lost != 0 {
 		h.mu.Lock()
 		h.strays |= lost

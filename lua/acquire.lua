@@ -34,9 +34,19 @@
 -- ARGV[12] '1' when the owner expects no tombstone of its own here: no
 --         call of its that could take the lock here may still land, so
 --         its releases here leave none (see release.lua, ARGV[7]). A first
---         acquisition then asks for the lock and the tombstone in one
---         EXISTS and, finding neither, takes the lock; finding either, it
---         goes the usual way. A hint only: both ways decide alike.
+--         acquisition then asks for the lock, the tombstone and, with
+--         ARGV[8] '2', the hand-off's reservation in one EXISTS and,
+--         finding none, takes the lock; finding any, it goes the usual
+--         way. A hint only: both ways decide alike.
+-- ARGV[13] '1' when the owner is in no wait queue here (a Lock's first
+--         attempt: it carries its ticket, ARGV[7], to join the queue if
+--         refused, but has never been refused yet): a hold taken here
+--         skips taking it out of the queue, so that an uncontended Lock
+--         never touches the queue. A hint only: were the owner queued
+--         after all (an earlier Lock call of its ended without the lock
+--         and could not leave the queue), a release would name it while
+--         it holds the lock, and the owner after it would retry a retry
+--         delay later.
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
@@ -99,9 +109,13 @@ if ARGV[6] == '1' then
   fence = fenceCounter(KEYS[2])
 end
 
--- Neither the lock nor the owner's tombstone here (ARGV[12]): free, and
--- this call is not stale. One command instead of HLEN and GET.
-local fresh = ARGV[12] == '1' and not reentry and redis.call('EXISTS', key, KEYS[3]) == 0
+-- Neither the lock nor the owner's tombstone here (ARGV[12]), nor a
+-- hand-off's reservation where the owner takes turns: free, and this call
+-- is not stale. One command instead of HLEN, GET and GET.
+local fresh = false
+if ARGV[12] == '1' and not reentry then
+  fresh = redis.call('EXISTS', key, KEYS[3], reservation or KEYS[3]) == 0
+end
 local size = fresh and 0 or hashSize(key)
 local held
 if fresh then
@@ -152,7 +166,7 @@ if deadlines and not held and aheadOf(KEYS[4], deadlines, owner) then
   return {4, -2, fence}
 end
 -- A Mutex just handed off to another owner waits for it a moment.
-local handedTo = reservation and not held and reservedFor(reservation)
+local handedTo = reservation and not held and not fresh and reservedFor(reservation)
 if handedTo and handedTo ~= owner then
   refused(KEYS[3], seq, lease, twice)
   enqueue(KEYS[4], owner, ticket, -2, lease, nil)
@@ -171,7 +185,9 @@ if KEYS[6] then
 end
 redis.call('HSET', key, owner, count, owner .. '/seq', seq)
 redis.call('PEXPIRE', key, lease)
-dequeue(KEYS[4], owner, ticket, deadlines)
+if ARGV[13] ~= '1' then
+  dequeue(KEYS[4], owner, ticket, deadlines)
+end
 if handedTo then
   redis.call('DEL', reservation)
 end

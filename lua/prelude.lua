@@ -240,24 +240,39 @@ end
 -- queueHead returns, for a release announced with mode 'q', 'h' or 'f', the
 -- first two owners of the queue (the one the lock goes to and the one after
 -- it), or an empty list; nothing for another mode. A fair lock's ('f')
--- expired entries are dropped first (deadlines). Another type
--- at the queue's key is foreign data.
-local function queueHead(queue, mode, deadlines)
+-- expired entries are dropped first (deadlines). A Mutex's releasing owner
+-- (owner) is passed over: it can only be there by mistake (a Lock that
+-- took the lock at its first attempt skips the dequeue, see acquire.lua's
+-- ARGV[13]), and the second value is then owner, for announce to take out
+-- with the target. Another type at the queue's key is foreign data.
+local function queueHead(queue, mode, deadlines, owner)
   if mode ~= 'q' and mode ~= 'h' and mode ~= 'f' then
     return {}
   end
   if mode == 'f' then
     purgeQueue(queue, deadlines)
   end
-  local ok, head = pcall(redis.call, 'ZRANGE', queue, 0, 1)
+  local ok, first = pcall(redis.call, 'ZRANGE', queue, 0, mode == 'f' and 1 or 2)
   if not ok then
     foreign(queue, 'queue')
   end
-  return head
+  if mode == 'f' then
+    return first
+  end
+  local head, stale = {}, nil
+  for _, who in ipairs(first) do
+    if who == owner then
+      stale = owner
+    elseif #head < 2 then
+      head[#head + 1] = who
+    end
+  end
+  return head, stale
 end
 
 -- announce publishes a release that freed the lock on channel, as mode
--- says. The message formats, which pubsub parses:
+-- says, and takes the releasing owner out of the queue when queueHead
+-- found it there (stale). The message formats, which pubsub parses:
 --   ''  'ID'               a copy for any waiter: every node publishes one
 --   'q' 'ID TARGET NEXT'   the lock goes to TARGET, the queue's head, taken
 --                          out of the queue here and reserved for it for
@@ -265,14 +280,17 @@ end
 --                          it ('' when none), who retries if TARGET does not
 --                          take the lock soon. Published for TARGET's
 --                          process, and NEXT's, alone (see personal). An
---                          empty queue gives 'ID  ' on the channel itself:
---                          any waiter, at once.
+--                          empty queue publishes nothing: every waiting
+--                          Lock joins the queue when its first attempt is
+--                          refused (acquire.lua's ARGV[7]), so none waits
+--                          outside it.
 --   'h' 'ID TARGET NEXT'   as 'q', without the reservation: a lock kept on
 --                          one node, where no acquire takes turns
 --   'f' 'ID TARGET NEXT'   as 'q', for a fair lock: TARGET stays in the
 --                          queue, at its head, until it takes the lock (or
 --                          its deadline passes), so no one else may take it
---                          here before
+--                          here before; an empty queue gives 'ID  ' on the
+--                          channel itself: any waiter, at once
 --   'k' 'ID k'             for keepers only: waiters holding part of the
 --                          lock that wait for the others to give theirs
 --                          back. Published only for the processes of the
@@ -285,9 +303,8 @@ end
 --                          channel itself, for every process.
 --   'u' 'ID u'             for keepers only as 'k', from a clean-up (an undo,
 --                          a retried release) after which no hand-off is to
---                          come; on the channel itself, always: a keeper's
---                          first attempt carries no ticket, so it may not
---                          have registered
+--                          come; on the channel itself, always: the
+--                          clean-up does not read who registered
 --   's'  nothing           the undo of an attempt that one other owner
 --                          refused on a quorum of the nodes: the lock is
 --                          held, and the undo frees nothing a waiter can use
@@ -338,7 +355,7 @@ local function publishFor(channel, owners, msg)
   end
 end
 
-local function announce(channel, id, mode, queue, head, reserve)
+local function announce(channel, id, mode, queue, head, reserve, stale)
   if mode == 's' then
     return
   elseif mode == 'k' then
@@ -354,10 +371,19 @@ local function announce(channel, id, mode, queue, head, reserve)
     local target, after = head[1] or '', head[2] or ''
     local msg = id .. ' ' .. target .. ' ' .. after
     if target == '' then
-      redis.call('PUBLISH', channel, msg)
+      -- Nobody waits in the queue: a Mutex's waiter joins it with its
+      -- first refused attempt, so there is no one to tell. A fair lock's
+      -- message still goes to any waiter.
+      if mode == 'f' then
+        redis.call('PUBLISH', channel, msg)
+      elseif stale then
+        redis.call('ZREM', queue, stale)
+      end
       return
     end
-    if mode ~= 'f' then
+    if mode ~= 'f' and stale then
+      redis.call('ZREM', queue, target, stale)
+    elseif mode ~= 'f' then
       redis.call('ZREM', queue, target)
     end
     if mode == 'q' then

@@ -80,12 +80,12 @@ if count > 0 then
 end
 -- Read the queue and bury first: foreign data in their place stops the
 -- script before it has changed anything (Redis does not roll a script back).
-local head = queueHead(KEYS[4], ARGV[6], KEYS[5])
+local head, stale = queueHead(KEYS[4], ARGV[6], KEYS[5], owner)
 if ARGV[7] ~= '1' then
   bury(KEYS[3], seq, lease)
 end
 redis.call('DEL', key)
-announce(KEYS[2], ARGV[5], ARGV[6], KEYS[4], head, KEYS[5])
+announce(KEYS[2], ARGV[5], ARGV[6], KEYS[4], head, KEYS[5], stale)
 if KEYS[6] then
   unmark(KEYS[6], owner)
   redis.call('PUBLISH', KEYS[7], ARGV[5])

@@ -116,11 +116,16 @@
  * model change. Later the same day acquire.lua gained `refused` (ACQ's
  * R_HELD buries with -DDUPS), and prelude.lua and release.lua the one-node
  * hand-off without a reservation and the cutting of helpers per script
- * (lua.go), which the model does not see.
+ * (lua.go), which the model does not see. On 2026-11-27 acquire.lua
+ * gained ARGV[13] (a Lock's first attempt skips the dequeue) and asks for
+ * the hand-off's reservation in its one EXISTS, and prelude.lua's release
+ * publishes nothing when a Mutex's queue is empty and passes over the
+ * releasing owner's own entry: queue and announcements only, which the
+ * model does not have, so only the lines changed.
  */
-/* checksum lua/prelude.lua sha256:a3a768f3e273cdc75faa7a0615e8b509c5c8c32a380bac44b0a2ad7887e2e8b7 */
-/* checksum lua/acquire.lua sha256:a3563230f5e18f540f723d8fd3af97571fcda79edcf4d740aae6dd542707064d */
-/* checksum lua/release.lua sha256:b55112795a84e5ddead1dd3f5ccbf640e422227bc9fa4934e6c1cc3fb6ab31b2 */
+/* checksum lua/prelude.lua sha256:34b125d88f39cdd56e65fd5636f3d0a81e822f89b9fc14e51670c11ca6023ed9 */
+/* checksum lua/acquire.lua sha256:c8cf035ed551d8232f79597284bac568eea3382f91c0421b5d582a78926cd1cd */
+/* checksum lua/release.lua sha256:399f52863f71feb0a6cdcbdfaa77d0e0ff649c90875b0faf9704111ed0056167 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 

@@ -18,7 +18,9 @@ import (
 //	                    TARGET, and NEXT is the owner queued after it, who
 //	                    retries if TARGET does not take the lock within
 //	                    Options.HandOffWatch (it may have died). An empty
-//	                    TARGET means the queue was empty: any waiter. It is
+//	                    TARGET (a fair lock's release; a Mutex's publishes
+//	                    nothing then) means the queue was empty: any
+//	                    waiter. It is
 //	                    due at once: the other nodes' releases were sent
 //	                    with it, and where the target's attempt still finds
 //	                    the releaser, the target waits there (registered as

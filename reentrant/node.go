@@ -123,6 +123,11 @@ type Op struct {
 	// lock puts the owner in the queue with this ticket, unless it is there
 	// already (it keeps its first ticket). Lower tickets are woken first.
 	Ticket int64
+	// Unqueued says that the owner is in no wait queue on this node yet
+	// (a Lock's first attempt, whose Ticket only places it there should
+	// it be refused): an acquire that takes the lock skips taking the
+	// owner out of the queue, one command fewer. Not with Fair.
+	Unqueued bool
 	// Fair makes an acquire on the node that keeps the lock's queue a fair
 	// lock's (see Acquisition.Queued): the lock goes to the owner at the
 	// head of the queue, and waiting owners' entries carry deadlines
