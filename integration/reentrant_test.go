@@ -656,3 +656,82 @@ func TestReentrantHandOffAloneReservesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, a.Acquired, "nothing is reserved: whoever asks first takes it: %+v", a)
 }
+
+// TestReentrantAcquireHintsDecideAlike: the acquire script's hints (no
+// tombstone expected, Op.NoStrays; another holder expected, Op.ExpectHeld)
+// choose which commands it runs, never what it decides: every scene
+// answers alike under each combination and leaves the same state. A
+// refusal expected as such runs neither EXISTS nor HLEN.
+func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	type hints struct{ noStrays, expectHeld bool }
+	combos := []hints{{}, {noStrays: true}, {expectHeld: true}, {noStrays: true, expectHeld: true}}
+	// Each scene sets the lock's state up, then alice acquires with seq 10.
+	scenes := []struct {
+		name  string
+		setUp func(key reentrant.Key)
+		want  reentrant.Acquisition
+	}{
+		{"free", func(reentrant.Key) {}, reentrant.Acquisition{Acquired: true, Count: 1}},
+		{"held by bob", func(key reentrant.Key) {
+			require.NoError(t, direct.HSet(ctx, key.Lock, "c:bob", 1, "c:bob/seq", 1).Err())
+			require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
+		}, reentrant.Acquisition{HolderTTL: 10 * time.Second}},
+		{"held by bob, alice's tombstone beside", func(key reentrant.Key) {
+			require.NoError(t, direct.HSet(ctx, key.Lock, "c:bob", 1, "c:bob/seq", 1).Err())
+			require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
+			require.NoError(t, direct.Set(ctx, key.Tombstone("c:alice"), 4, 10*time.Second).Err())
+		}, reentrant.Acquisition{HolderTTL: 10 * time.Second}},
+		{"free, alice's newer tombstone", func(key reentrant.Key) {
+			require.NoError(t, direct.Set(ctx, key.Tombstone("c:alice"), 12, 10*time.Second).Err())
+		}, reentrant.Acquisition{Stale: true, HolderTTL: -2}},
+		{"free, alice's older tombstone", func(key reentrant.Key) {
+			require.NoError(t, direct.Set(ctx, key.Tombstone("c:alice"), 4, 10*time.Second).Err())
+		}, reentrant.Acquisition{Acquired: true, Count: 1}},
+		{"alice's own hold, this call applied already", func(key reentrant.Key) {
+			require.NoError(t, direct.HSet(ctx, key.Lock, "c:alice", 2, "c:alice/seq", 10).Err())
+			require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
+		}, reentrant.Acquisition{Acquired: true, Count: 2}},
+		{"bob's hold beside alice's sequence number", func(key reentrant.Key) {
+			require.NoError(t, direct.HSet(ctx, key.Lock, "c:bob", 1, "c:alice/seq", 3).Err())
+			require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
+		}, reentrant.Acquisition{HolderTTL: 10 * time.Second}},
+	}
+	for _, scene := range scenes {
+		var states []map[string]string
+		for _, h := range combos {
+			key := mustKey(t, "hints:"+scene.name)
+			require.NoError(t, direct.Del(ctx, key.Lock, key.Tombstone("c:alice")).Err())
+			scene.setUp(key)
+			op := reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 1, Seq: 10,
+				NoStrays: h.noStrays, ExpectHeld: h.expectHeld}
+			got, err := node.Acquire(ctx, op)
+			require.NoError(t, err, "%s %+v", scene.name, h)
+			if scene.want.HolderTTL > 0 {
+				require.InDelta(t, scene.want.HolderTTL, got.HolderTTL, float64(time.Second), "%s %+v", scene.name, h)
+				got.HolderTTL = scene.want.HolderTTL
+			}
+			require.Equal(t, scene.want, got, "%s %+v", scene.name, h)
+			state, err := direct.HGetAll(ctx, key.Lock).Result()
+			require.NoError(t, err)
+			states = append(states, state)
+		}
+		for i := range states {
+			require.Equal(t, states[0], states[i], "%s: the lock as %+v left it", scene.name, combos[i])
+		}
+	}
+
+	// A refusal expected as such: the owner's fields and the TTL, no more.
+	key := mustKey(t, "hints:cost")
+	require.NoError(t, direct.HSet(ctx, key.Lock, "c:bob", 1, "c:bob/seq", 1).Err())
+	require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
+	before := commandCalls(t, 0, "exists", "hlen", "hmget", "pttl")
+	beforeCheap := commandCalls(t, 0, "exists", "hlen")
+	got, err := node.Acquire(ctx, reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 1, Seq: 10,
+		NoStrays: true, ExpectHeld: true})
+	require.NoError(t, err)
+	require.False(t, got.Acquired)
+	require.Equal(t, beforeCheap, commandCalls(t, 0, "exists", "hlen"), "no EXISTS, no HLEN")
+	require.Equal(t, before+2, commandCalls(t, 0, "exists", "hlen", "hmget", "pttl"), "HMGET and PTTL")
+}

@@ -166,6 +166,10 @@ type contender struct {
 	ticket   int64
 	unqueued bool
 	fair     bool
+	// expectHeld: the next attempt most likely meets another holder (the
+	// last one was refused and no wake or sleep came since, or the handle
+	// met contention lately): reentrant.Op.ExpectHeld.
+	expectHeld bool
 	// tieLost: the last attempt got no answer from the tie-breaker, so no
 	// hand-off will name this waiter; it is woken by the other nodes'
 	// releases instead, as keepers are.
@@ -317,21 +321,27 @@ func (k *contender) first() bool { return k.keeping || k.tieLost || k.yielded }
 
 // expectContention makes the first attempt a probe of the tie-breaker (see
 // 3): the handle met another holder lately.
-func (k *contender) expectContention() { k.probe = k.enabled }
+func (k *contender) expectContention() { k.probe, k.expectHeld = k.enabled, true }
 
 // queueArgs sets op's ticket and, for the call's first attempt, its
 // Unqueued hint.
 func (k *contender) queueArgs(op *reentrant.Op) {
-	op.Ticket, op.Unqueued = k.ticket, k.unqueued
+	op.Ticket, op.Unqueued, op.ExpectHeld = k.ticket, k.unqueued, k.expectHeld
 }
 
 // sent records that an attempt with the ticket went out: from now on the
-// owner may be in the queue.
+// owner may be in the queue. An attempt that met another holder makes the
+// next one expect a holder too, unless a sleep comes between (see slept).
 func (k *contender) sent(a attempt) {
 	if a.sent {
 		k.unqueued = false
+		k.expectHeld = a.contended && !a.retryNow
 	}
 }
+
+// slept is told that the waiter slept after its last attempt, until a wake
+// or the holder's lease end: the lock may well be free now.
+func (k *contender) slept() { k.expectHeld = false }
 
 // handedOff is told that the last wake was a hand-off naming this waiter:
 // the lock was freed for it, so the next attempt goes to every node. On a

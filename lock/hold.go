@@ -228,7 +228,7 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 			_ = h.release(h.c.life, false)
 			return false, ErrClosed
 		case ok:
-			won = true // the acquire took it out of the queue
+			won = true // the acquire took it out of the queue, or it was in none
 			if h.kind.shared {
 				w.passOn()
 			} else {
@@ -256,9 +256,13 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 		if a.retryNow {
 			continue
 		}
+		sleeps := w.primed // the first wait only subscribes, and the retry follows at once
 		if werr := w.wait(ctx, h, k.sleep(a, h.c.opts.RetryDelay), k.first()); werr != nil {
 			w.close(false) // it slept: it consumed no wake
 			return false, errors.Join(werr, lastFail)
+		}
+		if sleeps {
+			k.slept()
 		}
 		if w.why == pubsub.WokenHandOff {
 			k.handedOff(len(h.c.nodes))
@@ -318,9 +322,6 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 		op.AskHolder = k.enabled && only < 0
 	}
 	a := h.c.acquire(ctx, op, h.kind.quorum, only, strays)
-	if !reentry {
-		k.sent(a)
-	}
 	if lost := strayNodes(h.c, a.replies); lost != 0 {
 		h.mu.Lock()
 		h.strays |= lost
@@ -332,6 +333,7 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 		k.keeping = false // what it kept is part of the hold now
 	case !reentry:
 		a.retryNow = k.settle(h.c, op, a, lease, woken)
+		k.sent(a)
 		return false, a, a.err
 	case a.absent > len(h.c.nodes)-h.kind.quorum:
 		// Too many nodes no longer have the hold for any quorum to: it

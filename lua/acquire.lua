@@ -47,6 +47,11 @@
 --         and could not leave the queue), a release would name it while
 --         it holds the lock, and the owner after it would retry a retry
 --         delay later.
+-- ARGV[14] '1' when the owner expects the lock held by another owner (its
+--         last attempt was refused, or its handle's last Lock waited): a
+--         first acquisition skips the EXISTS of ARGV[12] and reads the
+--         owner's own fields, then the lock's PTTL, so that a refusal
+--         costs those two commands. A hint only: every way decides alike.
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
@@ -113,21 +118,41 @@ end
 -- hand-off's reservation where the owner takes turns: free, and this call
 -- is not stale. One command instead of HLEN, GET and GET.
 local fresh = false
-if ARGV[12] == '1' and not reentry then
+if ARGV[12] == '1' and not reentry and ARGV[14] ~= '1' then
   fresh = redis.call('EXISTS', key, KEYS[3], reservation or KEYS[3]) == 0
 end
-local size = fresh and 0 or hashSize(key)
-local held
+-- size is the number of fields of the lock hash, or, when the owner has
+-- none there, 1 for any number above 0: all that the checks below need.
+-- held and last are the owner's count and sequence number (see ownHold),
+-- ttl the lock's PTTL once read.
+local size, held, last, ttl = 0, nil, 0, nil
+if fresh then
+  -- Free here: take it below.
+elseif not reentry and (ARGV[12] == '1' or ARGV[14] == '1') then
+  -- The lock is most likely another owner's (EXISTS found something, or
+  -- ARGV[14] expects it held): the owner's own fields first; with none,
+  -- the PTTL a refusal reports anyway says whether the lock exists.
+  held, last = ownHold(key, owner)
+  if held or last > 0 then
+    size = hashSize(key)
+  else
+    ttl = redis.call('PTTL', key)
+    size = ttl == -2 and 0 or 1
+  end
+else
+  size = hashSize(key)
+  if size > 0 then
+    held, last = ownHold(key, owner)
+  end
+end
 if fresh then
   -- Free here: take it below.
 elseif size > 0 then
-  local last
-  held, last = ownHold(key, owner)
   -- The owner's fields are its count and OWNER/seq: any other field is
   -- another owner's hold, found without reading the whole hash.
   local own = (held and 1 or 0) + (last > 0 and 1 or 0)
   if size > own then
-    local ttl = redis.call('PTTL', key)
+    ttl = ttl or redis.call('PTTL', key)
     refused(KEYS[3], seq, lease, twice)
     enqueue(KEYS[4], owner, ticket, ttl, lease, deadlines)
     if KEYS[8] and ARGV[11] == '1' then

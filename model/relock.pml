@@ -121,10 +121,14 @@
  * the hand-off's reservation in its one EXISTS, and prelude.lua's release
  * publishes nothing when a Mutex's queue is empty and passes over the
  * releasing owner's own entry: queue and announcements only, which the
- * model does not have, so only the lines changed.
+ * model does not have, so only the lines changed. The same day acquire.lua
+ * gained ARGV[14], an order of reads for an owner that expects a holder
+ * (HMGET, then PTTL instead of HLEN) that decides as ACQ does: the
+ * model's ACQ reads the node's state whole, so only the line changed
+ * (TestReentrantAcquireHintsDecideAlike checks the orders agree).
  */
 /* checksum lua/prelude.lua sha256:34b125d88f39cdd56e65fd5636f3d0a81e822f89b9fc14e51670c11ca6023ed9 */
-/* checksum lua/acquire.lua sha256:c8cf035ed551d8232f79597284bac568eea3382f91c0421b5d582a78926cd1cd */
+/* checksum lua/acquire.lua sha256:ccff3d88bf3ef277bbe67bf20e6ce9657062d7dfeb4532f2e46d1cd73cfab2ba */
 /* checksum lua/release.lua sha256:399f52863f71feb0a6cdcbdfaa77d0e0ff649c90875b0faf9704111ed0056167 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */

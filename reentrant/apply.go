@@ -82,14 +82,14 @@ func acquireArgs(op Op) []any {
 }
 
 // acquireArgsAfterOwner is how many ARGV appendAcquireArgs appends.
-const acquireArgsAfterOwner = 12
+const acquireArgsAfterOwner = 13
 
 // appendAcquireArgs appends the acquire script's ARGV after the owner
 // (ARGV[1]) to argv, with lease as ARGV[2]: one list for a lone call and a
 // prepared one. ARGV[11] (Op.Waiting) is read with an RWMutex's keys only.
 func appendAcquireArgs(argv []any, op Op, lease any) []any {
 	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op),
-		flag(op.twice), flag(op.AskHolder), flag(op.Waiting), flag(op.noStrays()), flag(op.Unqueued))
+		flag(op.twice), flag(op.AskHolder), flag(op.Waiting), flag(op.noStrays()), flag(op.Unqueued), flag(op.ExpectHeld))
 }
 
 // noStrays is Op.NoStrays where the client never sends a call twice: the

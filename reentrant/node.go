@@ -128,6 +128,12 @@ type Op struct {
 	// it be refused): an acquire that takes the lock skips taking the
 	// owner out of the queue, one command fewer. Not with Fair.
 	Unqueued bool
+	// ExpectHeld says that the owner expects another owner to hold the
+	// lock here (its last attempt was refused): a first acquisition reads
+	// the owner's own fields and the lock's TTL first, so that a refusal
+	// costs two commands in the script, and a free lock one more than it
+	// would otherwise. A hint only: the result is the same.
+	ExpectHeld bool
 	// Fair makes an acquire on the node that keeps the lock's queue a fair
 	// lock's (see Acquisition.Queued): the lock goes to the owner at the
 	// head of the queue, and waiting owners' entries carry deadlines
