@@ -529,6 +529,23 @@ func TestUncontendedLockLeavesQueueAndChannelAlone(t *testing.T) {
 	}
 }
 
+// TestHandOffTargetSkipsTheDequeue: on one master, the release that hands
+// the lock off takes its target out of the queue, and the target, knowing
+// it, takes the lock without a ZREM of its own: one per hand-off in all.
+func TestHandOffTargetSkipsTheDequeue(t *testing.T) {
+	sc := heldWithWaiters(t, "target-dequeue-", 1, 1)
+	before := commandCalls(t, 0, "zrem")
+	require.NoError(t, sc.holder.Unlock(sc.ctx))
+	select {
+	case <-sc.got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not get the lock within 5 s of the release")
+	}
+	require.Equal(t, before+1, commandCalls(t, 0, "zrem"), "the release's ZREM of its target, and no other")
+	require.Empty(t, queueOn(t, 0, sc.name))
+	require.NoError(t, sc.waiters[0].Unlock(sc.ctx))
+}
+
 // TestReleaseSkipsItsOwnQueueEntry: an owner that is in the queue by
 // mistake (a Lock that took the lock at its first attempt does not look
 // for an entry of its own; here one is written by hand) is not handed the

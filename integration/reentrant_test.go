@@ -658,43 +658,66 @@ func TestReentrantHandOffAloneReservesNothing(t *testing.T) {
 }
 
 // TestReentrantAcquireHintsDecideAlike: the acquire script's hints (no
-// tombstone expected, Op.NoStrays; another holder expected, Op.ExpectHeld)
+// tombstone expected, Op.NoStrays; what the owner expects, Op.Expect)
 // choose which commands it runs, never what it decides: every scene
 // answers alike under each combination and leaves the same state. A
 // refusal expected as such runs neither EXISTS nor HLEN.
 func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 	node, direct := singleNode(t)
 	ctx := t.Context()
-	type hints struct{ noStrays, expectHeld bool }
-	combos := []hints{{}, {noStrays: true}, {expectHeld: true}, {noStrays: true, expectHeld: true}}
-	// Each scene sets the lock's state up, then alice acquires with seq 10.
+	type hints struct {
+		noStrays bool
+		expect   reentrant.Expectation
+	}
+	var combos []hints
+	for _, noStrays := range []bool{false, true} {
+		for _, expect := range []reentrant.Expectation{reentrant.ExpectFree, reentrant.ExpectHeld, reentrant.ExpectHandOff} {
+			combos = append(combos, hints{noStrays, expect})
+		}
+	}
+	reserve := func(key reentrant.Key, owner string) {
+		require.NoError(t, direct.Set(ctx, key.QueueDeadlines, owner, 10*time.Second).Err())
+	}
+	// Each scene sets the lock's state up, then alice acquires with seq 10
+	// (taking turns after a hand-off where takesTurn says).
 	scenes := []struct {
-		name  string
-		setUp func(key reentrant.Key)
-		want  reentrant.Acquisition
+		name      string
+		takesTurn bool
+		setUp     func(key reentrant.Key)
+		want      reentrant.Acquisition
 	}{
-		{"free", func(reentrant.Key) {}, reentrant.Acquisition{Acquired: true, Count: 1}},
-		{"held by bob", func(key reentrant.Key) {
+		{"free", false, func(reentrant.Key) {}, reentrant.Acquisition{Acquired: true, Count: 1}},
+		{"held by bob", false, func(key reentrant.Key) {
 			require.NoError(t, direct.HSet(ctx, key.Lock, "c:bob", 1, "c:bob/seq", 1).Err())
 			require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
 		}, reentrant.Acquisition{HolderTTL: 10 * time.Second}},
-		{"held by bob, alice's tombstone beside", func(key reentrant.Key) {
+		{"held by bob, alice's tombstone beside", false, func(key reentrant.Key) {
 			require.NoError(t, direct.HSet(ctx, key.Lock, "c:bob", 1, "c:bob/seq", 1).Err())
 			require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
 			require.NoError(t, direct.Set(ctx, key.Tombstone("c:alice"), 4, 10*time.Second).Err())
 		}, reentrant.Acquisition{HolderTTL: 10 * time.Second}},
-		{"free, alice's newer tombstone", func(key reentrant.Key) {
+		{"free, alice's newer tombstone", false, func(key reentrant.Key) {
 			require.NoError(t, direct.Set(ctx, key.Tombstone("c:alice"), 12, 10*time.Second).Err())
 		}, reentrant.Acquisition{Stale: true, HolderTTL: -2}},
-		{"free, alice's older tombstone", func(key reentrant.Key) {
+		{"free, alice's older tombstone", false, func(key reentrant.Key) {
 			require.NoError(t, direct.Set(ctx, key.Tombstone("c:alice"), 4, 10*time.Second).Err())
 		}, reentrant.Acquisition{Acquired: true, Count: 1}},
-		{"alice's own hold, this call applied already", func(key reentrant.Key) {
+		{"alice's own hold, this call applied already", false, func(key reentrant.Key) {
 			require.NoError(t, direct.HSet(ctx, key.Lock, "c:alice", 2, "c:alice/seq", 10).Err())
 			require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
 		}, reentrant.Acquisition{Acquired: true, Count: 2}},
-		{"bob's hold beside alice's sequence number", func(key reentrant.Key) {
+		{"bob's hold beside alice's sequence number", false, func(key reentrant.Key) {
 			require.NoError(t, direct.HSet(ctx, key.Lock, "c:bob", 1, "c:alice/seq", 3).Err())
+			require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
+		}, reentrant.Acquisition{HolderTTL: 10 * time.Second}},
+		{"free, taking turns, no hand-off", true, func(reentrant.Key) {}, reentrant.Acquisition{Acquired: true, Count: 1}},
+		{"free, handed off to alice", true, func(key reentrant.Key) { reserve(key, "c:alice") },
+			reentrant.Acquisition{Acquired: true, Count: 1}},
+		{"free, handed off to bob", true, func(key reentrant.Key) { reserve(key, "c:bob") },
+			reentrant.Acquisition{Queued: true, HolderTTL: -2}},
+		{"held by bob, handed off to alice", true, func(key reentrant.Key) {
+			reserve(key, "c:alice")
+			require.NoError(t, direct.HSet(ctx, key.Lock, "c:bob", 1, "c:bob/seq", 1).Err())
 			require.NoError(t, direct.PExpire(ctx, key.Lock, 10*time.Second).Err())
 		}, reentrant.Acquisition{HolderTTL: 10 * time.Second}},
 	}
@@ -702,10 +725,13 @@ func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 		var states []map[string]string
 		for _, h := range combos {
 			key := mustKey(t, "hints:"+scene.name)
-			require.NoError(t, direct.Del(ctx, key.Lock, key.Tombstone("c:alice")).Err())
+			require.NoError(t, direct.Del(ctx, key.Lock, key.Tombstone("c:alice"), key.QueueDeadlines, key.Queue).Err())
 			scene.setUp(key)
 			op := reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 1, Seq: 10,
-				NoStrays: h.noStrays, ExpectHeld: h.expectHeld}
+				NoStrays: h.noStrays, Expect: h.expect}
+			if scene.takesTurn {
+				op.Ticket, op.TakesTurn = 5, true
+			}
 			got, err := node.Acquire(ctx, op)
 			require.NoError(t, err, "%s %+v", scene.name, h)
 			if scene.want.HolderTTL > 0 {
@@ -715,6 +741,8 @@ func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 			require.Equal(t, scene.want, got, "%s %+v", scene.name, h)
 			state, err := direct.HGetAll(ctx, key.Lock).Result()
 			require.NoError(t, err)
+			state["reserved for"] = direct.Get(ctx, key.QueueDeadlines).Val()
+			state["queued"] = strings.Join(direct.ZRange(ctx, key.Queue, 0, -1).Val(), ",")
 			states = append(states, state)
 		}
 		for i := range states {
@@ -729,7 +757,7 @@ func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 	before := commandCalls(t, 0, "exists", "hlen", "hmget", "pttl")
 	beforeCheap := commandCalls(t, 0, "exists", "hlen")
 	got, err := node.Acquire(ctx, reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 1, Seq: 10,
-		NoStrays: true, ExpectHeld: true})
+		NoStrays: true, Expect: reentrant.ExpectHeld})
 	require.NoError(t, err)
 	require.False(t, got.Acquired)
 	require.Equal(t, beforeCheap, commandCalls(t, 0, "exists", "hlen"), "no EXISTS, no HLEN")

@@ -43,16 +43,17 @@ type attempt struct {
 // nodes (a quorum: the Client's, or the hold's own, see holdKind):
 // on every node, or on node only when only ≥ 0 (a probe of the tie-breaker,
 // which can never make a quorum by itself when there are several nodes).
-// op.Ticket, when set, goes to every node asked (a Lock's first attempt,
-// op.Unqueued: to the tie-breaker alone): on the tie-breaker it places the
-// waiter in the lock's wait queue; on another node an attempt refused
+// op.Ticket, when set, goes to every node asked (a Lock's first attempt's
+// to the tie-breaker alone, see queueing): on the tie-breaker it places
+// the waiter in the lock's wait queue; on another node an attempt refused
 // there registers the waiter in that node's copy of the queue key, so that
-// the release there tells it (see contender, 4).
+// the release there tells it (see contender, 4). Where q says the owner is
+// not registered, a hold taken skips the dequeue (reentrant.Op.Unqueued).
 // A failed attempt is left as it landed: the caller undoes it (Client.undo),
 // or keeps what it took (see contender). strays are the nodes where a call
 // of the owner may still land (hold.strays): elsewhere the owner expects
 // no tombstone of its own (reentrant.Op.NoStrays).
-func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int, strays nodeSet) attempt {
+func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int, strays nodeSet, q queueing) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
 	}
@@ -80,13 +81,10 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int, s
 		if !atTie {
 			op.Fair = false
 		}
-		if op.Unqueued && !atTie && len(c.nodes) > 1 {
-			// A Lock's first attempt joins the queue on the tie-breaker
-			// alone: registered on another node, its process would hear
-			// that node's copies for keepers and, with no hand-off for it
-			// among them, wake a waiter for nothing.
+		if !q.ticketTo(i, len(c.nodes)) {
 			op.Ticket = 0
 		}
+		op.Unqueued = q.unqueued(i)
 		op.TakesTurn = !op.Fair && op.Ticket > 0 && queueRules && atTie
 		op.AskHolder = op.AskHolder && !atTie
 		return n.Acquire(ctx, op)

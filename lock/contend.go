@@ -55,9 +55,12 @@ import (
 //     (reentrant.Key.Queue): a blocking Lock whose attempt found another
 //     owner holding the tie-breaker joins it, with a ticket drawn once per
 //     Lock call (its wall-clock time) and carried from its first attempt
-//     on. An uncontended Lock never touches the queue: its first attempt,
-//     which takes the lock, knows it is in no queue and skips the dequeue
-//     (reentrant.Op.Unqueued). A release that frees the lock on the
+//     on (the first attempt's to the tie-breaker alone, see queueing).
+//     A hold taken on a node where the owner is surely not registered
+//     skips the dequeue (reentrant.Op.Unqueued; hold.queued keeps where
+//     it may be): an uncontended Lock never touches the queue, and a
+//     hand-off's target, whose entry the release took out, pays no
+//     dequeue on the tie-breaker. A release that frees the lock on the
 //     tie-breaker takes the lowest ticket out of the queue and names that
 //     owner in its message (a hand-off), with the owner after it; a
 //     release that finds the queue empty publishes nothing, since every
@@ -160,16 +163,15 @@ type contender struct {
 	// queue: this Lock call waits in the lock's queue on the tie-breaker
 	// (see 4 above); ticket is its place there, drawn when the call
 	// begins. The tie-breaker rules need several nodes, the queue does
-	// not. unqueued: no attempt of the call has gone out yet, so the owner
-	// is in no queue (reentrant.Op.Unqueued).
+	// not. firstTry: no attempt of the call went out yet (see queueing).
 	queue    bool
 	ticket   int64
-	unqueued bool
+	firstTry bool
 	fair     bool
-	// expectHeld: the next attempt most likely meets another holder (the
-	// last one was refused and no wake or sleep came since, or the handle
-	// met contention lately): reentrant.Op.ExpectHeld.
-	expectHeld bool
+	// expect: what the next attempt most likely finds (reentrant.Op.Expect):
+	// another holder after a refusal with no sleep since, or when the
+	// handle met contention lately; the lock handed off after a hand-off.
+	expect reentrant.Expectation
 	// tieLost: the last attempt got no answer from the tie-breaker, so no
 	// hand-off will name this waiter; it is woken by the other nodes'
 	// releases instead, as keepers are.
@@ -192,13 +194,51 @@ func newContender(c *Client, key reentrant.Key, wait, fair bool) *contender {
 	if k.queue {
 		// The waiter asks with its ticket from the first attempt: refused,
 		// it is queued at once, so a release that finds the queue empty
-		// has no one to tell. A fair lock's first attempt may find the
-		// owner queued (its turn is read from the queue): it keeps the
-		// dequeue.
+		// has no one to tell.
 		k.ticket = time.Now().UnixMicro()
-		k.unqueued = !fair
+		k.firstTry = true
 	}
 	return k
+}
+
+// queueing is how one attempt of a waiting Lock meets the wait queue.
+type queueing struct {
+	// first: no attempt of the Lock call went out yet. Its ticket goes to
+	// the tie-breaker alone: registered on another node, its process would
+	// hear that node's copies for keepers and, with no hand-off for it
+	// among them, wake a waiter for nothing.
+	first bool
+	tie   int
+	// queued: the nodes where the owner may be registered in the queue
+	// key (hold.queued). Elsewhere a hold taken skips the dequeue
+	// (reentrant.Op.Unqueued). A fair lock's owner may be queued anywhere
+	// (its turn is read from the queue): it always dequeues.
+	queued nodeSet
+	fair   bool
+}
+
+// ticketTo reports whether node i, of nodes, gets the ticket.
+func (q queueing) ticketTo(i, nodes int) bool { return !q.first || nodes == 1 || i == q.tie }
+
+// unqueued reports whether the owner is surely not registered on node i.
+func (q queueing) unqueued(i int) bool { return !q.fair && !q.queued.has(i) }
+
+// after returns where the owner may be registered after the attempt a,
+// which went out with the ticket: where it was refused or got no answer,
+// not where it took the lock (the script dequeued it there).
+func (q queueing) after(c *Client, a attempt) nodeSet {
+	queued := q.queued
+	for i, r := range a.replies {
+		switch {
+		case !q.ticketTo(i, len(c.nodes)), r.err != nil && c.nodes[i].NeverReached(r.err):
+			// No ticket went there.
+		case r.err == nil && r.value.Acquired:
+			queued = queued.without(i)
+		default:
+			queued = queued.with(i)
+		}
+	}
+	return queued
 }
 
 // target is the node the next first-hold attempt goes to alone, or -1 for
@@ -321,52 +361,59 @@ func (k *contender) first() bool { return k.keeping || k.tieLost || k.yielded }
 
 // expectContention makes the first attempt a probe of the tie-breaker (see
 // 3): the handle met another holder lately.
-func (k *contender) expectContention() { k.probe, k.expectHeld = k.enabled, true }
-
-// queueArgs sets op's ticket and, for the call's first attempt, its
-// Unqueued hint.
-func (k *contender) queueArgs(op *reentrant.Op) {
-	op.Ticket, op.Unqueued, op.ExpectHeld = k.ticket, k.unqueued, k.expectHeld
+func (k *contender) expectContention() {
+	k.probe, k.expect = k.enabled, reentrant.ExpectHeld
 }
 
-// sent records that an attempt with the ticket went out: from now on the
-// owner may be in the queue. An attempt that met another holder makes the
-// next one expect a holder too, unless a sleep comes between (see slept).
+// queueArgs sets op's ticket and expectation for the next attempt, and
+// returns how that attempt meets the queue, the owner being registered on
+// the nodes queued.
+func (k *contender) queueArgs(op *reentrant.Op, queued nodeSet) queueing {
+	op.Ticket, op.Expect = k.ticket, k.expect
+	return queueing{first: k.firstTry, tie: k.tie, queued: queued, fair: k.fair}
+}
+
+// sent records that the failed attempt a went out: the call's later
+// attempts are not its first. One that met another holder makes the next
+// expect a holder too, unless a sleep comes between (see slept).
 func (k *contender) sent(a attempt) {
-	if a.sent {
-		k.unqueued = false
-		k.expectHeld = a.contended && !a.retryNow
+	if !a.sent {
+		return
+	}
+	k.firstTry = false
+	k.expect = reentrant.ExpectFree
+	if a.contended && !a.retryNow {
+		k.expect = reentrant.ExpectHeld
 	}
 }
 
 // slept is told that the waiter slept after its last attempt, until a wake
 // or the holder's lease end: the lock may well be free now.
-func (k *contender) slept() { k.expectHeld = false }
+func (k *contender) slept() { k.expect = reentrant.ExpectFree }
 
 // handedOff is told that the last wake was a hand-off naming this waiter:
-// the lock was freed for it, so the next attempt goes to every node. On a
-// single node the release that handed it off took it out of the queue,
-// so that attempt skips the dequeue (a Mutex's: a fair lock's target stays
-// queued until it takes the lock). Over several nodes it may be
-// registered on the others as a keeper, and the dequeue stays.
-func (k *contender) handedOff(nodes int) {
+// the lock was freed for it, so the next attempt goes to every node, and
+// expects the lock handed off to it there (the hold's caller records that
+// the release took it out of the queue there).
+func (k *contender) handedOff() {
 	k.probe, k.recheck, k.handOff = false, false, true
-	k.unqueued = k.unqueued || nodes == 1 && !k.fair
+	k.expect = reentrant.ExpectHandOff
 }
 
-// leaveQueue takes a Lock call that ends without the lock out of the queue,
-// in the background, so that no release hands the lock to it. A Dequeue
-// that fails costs the next waiter one hand-off watch.
-func (k *contender) leaveQueue(c *Client, key reentrant.Key, owner string) {
-	if k.ticket == 0 || k.unqueued {
+// leaveQueue takes a Lock call that ends without the lock out of the queue
+// on the nodes queued, where it may be registered, in the background, so
+// that no release hands the lock to it. A Dequeue that fails costs the
+// next waiter one hand-off watch.
+func (k *contender) leaveQueue(c *Client, key reentrant.Key, owner string, queued nodeSet) {
+	if k.ticket == 0 {
 		return // not queued
 	}
 	k.ticket = 0
-	// Every node: the others may hold its registration as a keeper, which
-	// would make their releases publish for no one until it expires. A
-	// tie-breaker that does not answer is left alone: the watch moves on.
+	// The others may hold its registration as a keeper, which would make
+	// their releases publish for no one until it expires. A tie-breaker
+	// that does not answer is left alone: the watch moves on.
 	for i, n := range c.nodes {
-		if i == k.tie && k.tieLost {
+		if !queued.has(i) || i == k.tie && k.tieLost {
 			continue
 		}
 		c.inBackground(func(life context.Context) {

@@ -59,11 +59,18 @@ type hold struct {
 	// to zero there leaves a tombstone to refuse it; elsewhere none is
 	// needed (reentrant.Op.NoStrays).
 	strays nodeSet
+	// queued: the nodes where the owner may be registered in the lock's
+	// wait queue key: a waiting Lock's attempt with its ticket was refused
+	// there, or did not answer, and no hold taken there since took it out
+	// (see queueing). A Lock that takes the lock with some of them left
+	// (a quorum without them) leaves them to the next: its holds taken
+	// there dequeue, and a Lock that gives up dequeues them all.
+	queued nodeSet
 }
 
 // nodeSet is a set of a Client's nodes, bit i for node i. Nodes past the
 // 64th are always in it: a set that errs by holding too much only costs a
-// tombstone.
+// tombstone, or a dequeue.
 type nodeSet uint64
 
 // has reports whether node i is in s.
@@ -207,7 +214,7 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 	won := false
 	defer func() {
 		if !won {
-			k.leaveQueue(h.c, h.key, h.owner)
+			k.leaveQueue(h.c, h.key, h.owner, h.takeQueued())
 			if h.kind.marks && call.wait && call.attempts > 0 {
 				h.unmark(lease)
 			}
@@ -265,9 +272,29 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 			k.slept()
 		}
 		if w.why == pubsub.WokenHandOff {
-			k.handedOff(len(h.c.nodes))
+			k.handedOff()
+			if !h.kind.fair {
+				h.dequeued(k.tie) // the release that named it took it out there
+			}
 		}
 	}
+}
+
+// dequeued records that the owner is no longer registered on node i.
+func (h *hold) dequeued(i int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.queued = h.queued.without(i)
+}
+
+// takeQueued returns the nodes where the owner may be registered in the
+// wait queue, and forgets them: the caller dequeues it there.
+func (h *hold) takeQueued() nodeSet {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queued
+	h.queued = 0
+	return q
 }
 
 // contendedLately reports whether a Lock of this handle met another holder
@@ -310,23 +337,24 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	op.Reentry = reentry
 	op.Waiting = call.wait && !reentry // a first hold a Lock waits for
 	op.Fence = h.fencing != 0 && !reentry
-	strays := h.strays
+	strays, queued := h.strays, h.queued
 	h.mu.Unlock()
 
-	only := -1
+	only, q := -1, queueing{}
 	if !reentry {
 		only = k.target()
-		k.queueArgs(&op)
+		q = k.queueArgs(&op, queued)
 		// Should it take the tie-breaker, it asks who refuses it on the
 		// other nodes (see contender.mayKeep).
 		op.AskHolder = k.enabled && only < 0
 	}
-	a := h.c.acquire(ctx, op, h.kind.quorum, only, strays)
-	if lost := strayNodes(h.c, a.replies); lost != 0 {
-		h.mu.Lock()
-		h.strays |= lost
-		h.mu.Unlock()
+	a := h.c.acquire(ctx, op, h.kind.quorum, only, strays, q)
+	h.mu.Lock()
+	h.strays |= strayNodes(h.c, a.replies)
+	if op.Ticket > 0 {
+		h.queued = q.after(h.c, a)
 	}
+	h.mu.Unlock()
 	h.c.attempted(ctx, h, op, only, a, call)
 	switch {
 	case a.acquired:

@@ -38,20 +38,25 @@
 --         ARGV[8] '2', the hand-off's reservation in one EXISTS and,
 --         finding none, takes the lock; finding any, it goes the usual
 --         way. A hint only: both ways decide alike.
--- ARGV[13] '1' when the owner is in no wait queue here (a Lock's first
---         attempt: it carries its ticket, ARGV[7], to join the queue if
---         refused, but has never been refused yet): a hold taken here
---         skips taking it out of the queue, so that an uncontended Lock
---         never touches the queue. A hint only: were the owner queued
---         after all (an earlier Lock call of its ended without the lock
---         and could not leave the queue), a release would name it while
---         it holds the lock, and the owner after it would retry a retry
---         delay later.
--- ARGV[14] '1' when the owner expects the lock held by another owner (its
---         last attempt was refused, or its handle's last Lock waited): a
---         first acquisition skips the EXISTS of ARGV[12] and reads the
---         owner's own fields, then the lock's PTTL, so that a refusal
---         costs those two commands. A hint only: every way decides alike.
+-- ARGV[13] '1' when the owner is in no wait queue here: it carries its
+--         ticket (ARGV[7]) to join the queue if refused, but no attempt of
+--         its Lock call was refused here yet, or a hand-off took it out. A
+--         hold taken here then skips taking it out of the queue, so that an
+--         uncontended Lock never touches the queue. A hint only: were the
+--         owner queued after all (an earlier Lock call of its ended without
+--         the lock and could not leave the queue), a release would pass
+--         over it or name it while it holds the lock, and the owner after
+--         it would retry a retry delay later.
+-- ARGV[14] what a first acquisition expects to find (the lock package's
+--         guess, reentrant.Expectation), which orders its reads so that
+--         the expected case costs the fewest commands: '0' the lock free
+--         (with ARGV[12], one EXISTS for the lock, the tombstone and, with
+--         ARGV[8] '2', the hand-off's reservation); '1' another owner's
+--         hold (the owner's last attempt was refused): the owner's own
+--         fields, then the lock's PTTL, so that a refusal costs those two
+--         commands; '2' the lock handed off to this owner: the EXISTS
+--         leaves the reservation out, which is most likely the owner's
+--         own and is read apart. A hint only: every way decides alike.
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
@@ -115,11 +120,18 @@ if ARGV[6] == '1' then
 end
 
 -- Neither the lock nor the owner's tombstone here (ARGV[12]), nor a
--- hand-off's reservation where the owner takes turns: free, and this call
--- is not stale. One command instead of HLEN, GET and GET.
-local fresh = false
-if ARGV[12] == '1' and not reentry and ARGV[14] ~= '1' then
-  fresh = redis.call('EXISTS', key, KEYS[3], reservation or KEYS[3]) == 0
+-- hand-off's reservation where the owner takes turns (unless it expects
+-- the lock handed off to itself, ARGV[14] '2'): free, and this call is not
+-- stale. One command instead of HLEN and GET (and GET).
+local expect = ARGV[14]
+local fresh, unreserved = false, false
+if ARGV[12] == '1' and not reentry and expect ~= '1' then
+  if reservation and expect ~= '2' then
+    fresh = redis.call('EXISTS', key, KEYS[3], reservation) == 0
+    unreserved = fresh
+  else
+    fresh = redis.call('EXISTS', key, KEYS[3]) == 0
+  end
 end
 -- size is the number of fields of the lock hash, or, when the owner has
 -- none there, 1 for any number above 0: all that the checks below need.
@@ -128,9 +140,9 @@ end
 local size, held, last, ttl = 0, nil, 0, nil
 if fresh then
   -- Free here: take it below.
-elseif not reentry and (ARGV[12] == '1' or ARGV[14] == '1') then
+elseif not reentry and (ARGV[12] == '1' or expect == '1') then
   -- The lock is most likely another owner's (EXISTS found something, or
-  -- ARGV[14] expects it held): the owner's own fields first; with none,
+  -- the owner expects it held): the owner's own fields first; with none,
   -- the PTTL a refusal reports anyway says whether the lock exists.
   held, last = ownHold(key, owner)
   if held or last > 0 then
@@ -191,7 +203,7 @@ if deadlines and not held and aheadOf(KEYS[4], deadlines, owner) then
   return {4, -2, fence}
 end
 -- A Mutex just handed off to another owner waits for it a moment.
-local handedTo = reservation and not held and not fresh and reservedFor(reservation)
+local handedTo = reservation and not held and not unreserved and reservedFor(reservation)
 if handedTo and handedTo ~= owner then
   refused(KEYS[3], seq, lease, twice)
   enqueue(KEYS[4], owner, ticket, -2, lease, nil)

@@ -122,13 +122,14 @@
  * publishes nothing when a Mutex's queue is empty and passes over the
  * releasing owner's own entry: queue and announcements only, which the
  * model does not have, so only the lines changed. The same day acquire.lua
- * gained ARGV[14], an order of reads for an owner that expects a holder
- * (HMGET, then PTTL instead of HLEN) that decides as ACQ does: the
+ * gained ARGV[14], orders of reads for what the owner expects (a holder:
+ * HMGET, then PTTL instead of HLEN; a hand-off: the reservation read
+ * apart), which decide as ACQ does: the
  * model's ACQ reads the node's state whole, so only the line changed
  * (TestReentrantAcquireHintsDecideAlike checks the orders agree).
  */
 /* checksum lua/prelude.lua sha256:34b125d88f39cdd56e65fd5636f3d0a81e822f89b9fc14e51670c11ca6023ed9 */
-/* checksum lua/acquire.lua sha256:ccff3d88bf3ef277bbe67bf20e6ce9657062d7dfeb4532f2e46d1cd73cfab2ba */
+/* checksum lua/acquire.lua sha256:471d01bd18c443e4cc28b12db6413a85d6e61ae12d69724406d2cd7ccc98d2f6 */
 /* checksum lua/release.lua sha256:399f52863f71feb0a6cdcbdfaa77d0e0ff649c90875b0faf9704111ed0056167 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */

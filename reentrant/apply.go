@@ -89,7 +89,7 @@ const acquireArgsAfterOwner = 13
 // prepared one. ARGV[11] (Op.Waiting) is read with an RWMutex's keys only.
 func appendAcquireArgs(argv []any, op Op, lease any) []any {
 	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op),
-		flag(op.twice), flag(op.AskHolder), flag(op.Waiting), flag(op.noStrays()), flag(op.Unqueued), flag(op.ExpectHeld))
+		flag(op.twice), flag(op.AskHolder), flag(op.Waiting), flag(op.noStrays()), flag(op.Unqueued), int(op.Expect))
 }
 
 // noStrays is Op.NoStrays where the client never sends a call twice: the

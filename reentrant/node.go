@@ -123,17 +123,15 @@ type Op struct {
 	// lock puts the owner in the queue with this ticket, unless it is there
 	// already (it keeps its first ticket). Lower tickets are woken first.
 	Ticket int64
-	// Unqueued says that the owner is in no wait queue on this node yet
-	// (a Lock's first attempt, whose Ticket only places it there should
-	// it be refused): an acquire that takes the lock skips taking the
-	// owner out of the queue, one command fewer. Not with Fair.
+	// Unqueued says that the owner is in no wait queue on this node (it
+	// was never refused here with its Ticket, or a hand-off took it out):
+	// an acquire that takes the lock skips taking the owner out of the
+	// queue, one command fewer. Not with Fair.
 	Unqueued bool
-	// ExpectHeld says that the owner expects another owner to hold the
-	// lock here (its last attempt was refused): a first acquisition reads
-	// the owner's own fields and the lock's TTL first, so that a refusal
-	// costs two commands in the script, and a free lock one more than it
-	// would otherwise. A hint only: the result is the same.
-	ExpectHeld bool
+	// Expect is what a first acquisition expects to find (see
+	// Expectation): it orders the script's reads so that the expected
+	// case costs the fewest commands. A hint only: the result is the same.
+	Expect Expectation
 	// Fair makes an acquire on the node that keeps the lock's queue a fair
 	// lock's (see Acquisition.Queued): the lock goes to the owner at the
 	// head of the queue, and waiting owners' entries carry deadlines
@@ -187,6 +185,25 @@ type Op struct {
 	// back, and NoStrays is void.
 	twice bool
 }
+
+// Expectation is what an owner's first acquisition expects to find on a
+// node (Op.Expect).
+type Expectation int
+
+const (
+	// ExpectFree: the lock free, no hand-off's reservation for another
+	// owner beside it (where it takes turns, Op.TakesTurn, one EXISTS
+	// looks for both).
+	ExpectFree Expectation = iota
+	// ExpectHeld: another owner's hold (its last attempt was refused):
+	// the owner's own fields and the lock's TTL are read first, so that a
+	// refusal costs those two commands, and a free lock one more.
+	ExpectHeld
+	// ExpectHandOff: the lock handed off to this owner (a release named
+	// it): free, with a reservation that is most likely its own, read
+	// apart from the lock.
+	ExpectHandOff
+)
 
 // Prepare returns op with the parts of its acquire and release script
 // calls that do not change from one operation of its owner on its lock to
