@@ -349,12 +349,16 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 		op.AskHolder = k.enabled && only < 0
 	}
 	a := h.c.acquire(ctx, op, h.kind.quorum, only, strays, q)
-	h.mu.Lock()
-	h.strays |= strayNodes(h.c, a.replies)
-	if op.Ticket > 0 {
-		h.queued = q.after(h.c, a)
+	// The handle's mutex only when there is something to record: an
+	// uncontended TryLock or re-entry pays nothing here.
+	if lost := strayNodes(h.c, a.replies); lost != 0 || op.Ticket > 0 {
+		h.mu.Lock()
+		h.strays |= lost
+		if op.Ticket > 0 {
+			h.queued = q.after(h.c, a)
+		}
+		h.mu.Unlock()
 	}
-	h.mu.Unlock()
 	h.c.attempted(ctx, h, op, only, a, call)
 	switch {
 	case a.acquired:
