@@ -581,6 +581,48 @@ func TestReleaseSkipsItsOwnQueueEntry(t *testing.T) {
 	}
 }
 
+// TestUnlockLeavesTheQueueWhereItWasRefused: a waiter whose winning
+// attempt was refused on one node (another owner held it there) stays
+// registered in that node's queue while it holds the lock; its Unlock takes
+// it out there, so that node's releases stop naming an owner that no longer
+// waits.
+func TestUnlockLeavesTheQueueWhereItWasRefused(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "leave-queue"
+	tie := tieBreakerOf(t, name, 3)
+	other := (tie + 1) % 3
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	// Another owner holds the lock on one node other than the tie-breaker.
+	dead := reentrant.Op{Key: key, Owner: "dead:1", Lease: 30 * time.Second, Count: 1, Seq: 1}
+	a, err := reentrant.NewNode(c.Nodes[other].Direct(), 0).Acquire(ctx, dead)
+	require.NoError(t, err)
+	require.True(t, a.Acquired)
+
+	holder := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	require.NoError(t, holder.Lock(ctx)) // on the two other nodes
+	waiterClient := newLockClient(t, 3, lock.Options{})
+	waiter := waiterClient.NewMutex(name)
+	got := lockInBackground(t, ctx, waiter, "waiter")
+	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, holder.Unlock(ctx))
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the lock within 10 s of the release")
+	}
+	// Its winning attempt carried its ticket everywhere: refused on other,
+	// it is registered there.
+	require.Equal(t, []string{waiter.Owner()}, queueOn(t, other, name))
+
+	require.NoError(t, waiter.Unlock(ctx))
+	require.Empty(t, queueOn(t, other, name), "the Unlock took its owner out of the queue where it was refused")
+	for i := range 3 {
+		require.Empty(t, queueOn(t, i, name), "node %d", i)
+	}
+}
+
 // TestHandleThatMetContentionProbesFirst: a handle whose last Lock waited
 // for another holder begins its next Lock with a probe of the tie-breaker,
 // not with a script on every node: the other nodes run none of its scripts

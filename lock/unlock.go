@@ -70,6 +70,13 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 		target = 0
 	}
 	wasLost, tieTaken, strays := h.isLost, h.tieTaken, h.strays
+	// Where the owner may still be registered in the wait queue (refused
+	// there while it waited, it took the lock through the other nodes),
+	// the release that ends the hold takes it out.
+	var leave nodeSet
+	if target == 0 && !h.kind.fair {
+		leave = h.queued
+	}
 	op := h.op(target, h.lease, 1)
 	t.target = target
 	// Past any lease a node may still hold: renewals set it from their own
@@ -94,13 +101,20 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 		// holds it and is woken by these copies) hands nothing off there.
 		op.Wake = h.c.wakeOn(i, op, tieTaken)
 		op.NoStrays = !strays.has(i)
+		op.LeaveQueue = leave.has(i)
 		return n.Release(ctx, op, releaseID(op))
 	})
 	elapsed := time.Since(start)
 	var agreed, notHeld int
 	var retry []int
 	left := strays // the strays no tombstone of this release covers
+	var dequeued nodeSet
 	for _, r := range replies {
+		if r.err == nil && leave.has(r.node) && r.value != reentrant.StillHeld {
+			// Not held there: the release took the owner out of the
+			// queue. Released there: the acquire that took it did.
+			dequeued = dequeued.with(r.node)
+		}
 		switch {
 		case r.err != nil:
 			retry = append(retry, r.node)
@@ -116,9 +130,10 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 			left = left.without(r.node)
 		}
 	}
-	if cleared := strays &^ left; cleared != 0 {
+	if cleared := strays &^ left; cleared != 0 || dequeued != 0 {
 		h.mu.Lock()
 		h.strays &^= cleared
+		h.queued &^= dequeued
 		h.mu.Unlock()
 	}
 	h.c.releaseOn(op, retry, deadline)

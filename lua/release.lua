@@ -20,6 +20,11 @@
 --         answered, through a client that never sends a call twice
 --         (reentrant.Op.NoStrays). A release that ends the hold then
 --         leaves no tombstone: there is nothing for one to refuse.
+-- ARGV[8] '1' when the owner may be registered in the wait queue here
+--         (reentrant.Op.LeaveQueue): it was refused here while it waited
+--         and took the lock through other nodes. A release to 0 that finds
+--         no hold of the owner takes it out of the queue, so that this
+--         node's releases stop naming it.
 --
 -- Returns 0 when the owner does not hold the lock here (nothing changes but
 -- the tombstone, see below), 1 when it still holds it, 2 when the lock was
@@ -63,6 +68,9 @@ local held, last = ownHold(key, owner)
 if not held then
   if count == 0 then
     local gone = goneBefore(KEYS[3], seq, lease)
+    if ARGV[8] == '1' then
+      dequeue(KEYS[4], owner, 1, nil)
+    end
     if KEYS[6] and unmark(KEYS[6], owner) then
       redis.call('PUBLISH', KEYS[7], ARGV[5])
     end

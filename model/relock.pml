@@ -127,10 +127,12 @@
  * apart), which decide as ACQ does: the
  * model's ACQ reads the node's state whole, so only the line changed
  * (TestReentrantAcquireHintsDecideAlike checks the orders agree).
+ * Later release.lua gained ARGV[8]: an Unlock's release that finds no
+ * hold of the owner takes it out of the wait queue there (queue only).
  */
 /* checksum lua/prelude.lua sha256:34b125d88f39cdd56e65fd5636f3d0a81e822f89b9fc14e51670c11ca6023ed9 */
 /* checksum lua/acquire.lua sha256:471d01bd18c443e4cc28b12db6413a85d6e61ae12d69724406d2cd7ccc98d2f6 */
-/* checksum lua/release.lua sha256:399f52863f71feb0a6cdcbdfaa77d0e0ff649c90875b0faf9704111ed0056167 */
+/* checksum lua/release.lua sha256:92603e49383e79117aa1ea871b266f5b7e427a9be10f947b4774cf377eceb2d1 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 

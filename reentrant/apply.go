@@ -127,11 +127,11 @@ func releaseArgs(op Op, releaseID string) []any {
 }
 
 // releaseArgsAfterOwner is how many ARGV appendReleaseArgs appends.
-const releaseArgsAfterOwner = 6
+const releaseArgsAfterOwner = 7
 
 // appendReleaseArgs is appendAcquireArgs for the release script.
 func appendReleaseArgs(argv []any, op Op, lease any, releaseID string) []any {
-	return append(argv, lease, op.Count, op.Seq, releaseID, wakeArg(op.Wake), flag(op.noStrays()))
+	return append(argv, lease, op.Count, op.Seq, releaseID, wakeArg(op.Wake), flag(op.noStrays()), flag(op.LeaveQueue))
 }
 
 // acquisitionOf reads the acquire script's reply {outcome, count or pttl,
