@@ -30,10 +30,9 @@
 #   retries-bug: the same without acquire.lua's `refused` (a refusal
 #               through a retrying client buries the call's seq): P2
 #               violated, with SPIN's trail.
-# About 11 min on a quiet machine, up to three times that in the machine's
+# About 9 min on a quiet machine, up to three times that in the machine's
 # slow state with other work beside it. Memory: see model/README.md's table
-# (the largest search, renew-a, about 5.1 GB since the owners keep their
-# strays; the machine has 24 GB).
+# (the largest search, renew-a, about 7.6 GB; the machine has 24 GB).
 # FINDINGS=1 also runs a search that does not complete (see
 # model/README.md), reported, not gated on:
 #   fencing:    counter tokens (P4), no crash: a repeated token before
@@ -52,128 +51,178 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp "$here/relock.pml" "$work/"
-cd "$work"
+builder=""
+cleanup() {
+	if [ -n "$builder" ]; then kill "$builder" 2>/dev/null || true; fi
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
 
-# 20 minutes: on a quiet machine the longest search (retries) takes about
-# 2 min; in the machine's slow state, with a test run beside it, the same
+# 20 minutes: on a quiet machine the longest search (renew-a) takes about
+# 3 min; in the machine's slow state, with a test run beside it, a 2-min
 # search was still going after 4 min (CI stopped it there on 2026-11-26).
 LIMIT=${LIMIT:-1200}
 # pan's memory bound (MB) per search.
 MEMLIM=${MEMLIM:-12000}
-# run NAME SEARCH DEFINES...: build and run one configuration. SEARCH is dfs
-# (exhaustive) or bfs (the shortest counterexample; pan's BFS refuses the
-# model's hidden clock, so it is built with -DNOCLOCK and the trail is
-# replayed with the clock). Its output is in NAME.out.
-run() {
+
+# The configurations, in the order they run: NAME SEARCH DEFINES... SEARCH
+# is dfs (exhaustive) or bfs (the shortest counterexample; pan's BFS
+# refuses the model's hidden clock, so it is built with -DNOCLOCK and the
+# trail is replayed with the clock).
+configs=(
+	"delayed dfs"
+	# Renewal (the watchdog's rounds), no crash: A renews its hold until it
+	# unlocks; B renews its hold for ever. -DSYMM stores states that differ
+	# only by swapping nodes 1 and 2 once (sound without the crash).
+	"renew-a dfs -DRENEW=1 -DCRASHES=0 -DSYMM"
+	"renew-b dfs -DRENEW=2 -DCRASHES=0 -DSYMM"
+	# Progress (P5) under the contention design.
+	"progress dfs -DPROGRESS"
+	"immediate bfs -DIMMEDIATE"
+	"short-restart bfs -DDOWNFOR=1"
+	"seeded-bug bfs -DBUG_NOSEQ -DAGAIN"
+	"renew-bug bfs -DRENEW=3 -DBUG_RENEWLATE"
+	"progress-bug bfs -DPROGRESS -DBUG_NOKEEP"
+	# One go-redis retry (a duplicate), no crash; and without the fix that
+	# the first search of it found missing (the seeded bug).
+	"retries dfs -DDUPS=1 -DCRASHES=0"
+	"retries-bug dfs -DDUPS=1 -DCRASHES=0 -DBUG_NOTWICE"
+)
+if [ "${FINDINGS:-0}" = 1 ]; then
+	configs+=("fencing bfs -DFENCE -DCRASHES=0")
+fi
+
+# No -DCOLLAPSE: it halves the memory of a search (delayed: 3.9 against
+# 6.2 GB) but costs about a third of its time (149 against 101 s, the same
+# states, one after the other on 2026-11-27); -O3 -march=native: 7% more.
+cflags=(-O3 -march=native -DSAFETY -DMEMLIM="$MEMLIM")
+
+# build NAME SEARCH DEFINES...: generate and compile the verifier of one
+# configuration in its own directory, $work/NAME; NAME/built (or
+# NAME/failed) says when it is done.
+build() {
 	local name=$1 search=$2
 	shift 2
-	local flags=(-O2 -DSAFETY -DCOLLAPSE -DMEMLIM="$MEMLIM") defs=("$@")
+	local flags=("${cflags[@]}") defs=("$@")
 	if [ "$search" = bfs ]; then
 		flags+=(-DBFS)
 		defs+=(-DNOCLOCK)
 	fi
-	rm -f relock.pml.trail
-	spin -a "${defs[@]}" relock.pml >/dev/null
-	gcc "${flags[@]}" -o "pan_$name" pan.c
-	local start=$SECONDS rc=0
-	nice -n 10 timeout "$LIMIT" "./pan_$name" -m100000 -w26 >"$name.out" 2>&1 || rc=$?
-	if [ "$rc" = 124 ]; then
-		echo "Search not completed: stopped after $LIMIT s" >>"$name.out"
+	mkdir -p "$work/$name"
+	cp "$here/relock.pml" "$work/$name/"
+	if (cd "$work/$name" && spin -a "${defs[@]}" relock.pml >/dev/null && gcc "${flags[@]}" -o pan pan.c) >"$work/$name/build.log" 2>&1; then
+		echo "${flags[*]}" >"$work/$name/built"
+	else
+		touch "$work/$name/failed"
 	fi
-	echo "== $name (spin -a $*; gcc ${flags[*]}; pan -m100000 -w26): $((SECONDS - start)) s wall"
-	grep -E "errors:|states, stored|elapsed time|total actual memory|Search not completed|max search depth too small|^pan:1:|out of memory" "$name.out" |
+}
+
+# Build every verifier, one after another, on the other core while the
+# searches run (a compile takes 10 to 13 s: 2 min for all of them).
+(
+	for c in "${configs[@]}"; do
+		read -ra words <<<"$c"
+		build "${words[@]}"
+	done
+) &
+builder=$!
+
+# defines NAME: the defines of configuration NAME.
+defines() {
+	local c words
+	for c in "${configs[@]}"; do
+		read -ra words <<<"$c"
+		if [ "${words[0]}" = "$1" ]; then
+			echo "${words[@]:2}"
+			return
+		fi
+	done
+}
+
+# run NAME: wait for the verifier of NAME and run it; its output is in
+# NAME.out (in $work).
+run() {
+	local name=$1 dir="$work/$1"
+	while [ ! -e "$dir/built" ] && [ ! -e "$dir/failed" ]; do sleep 0.2; done
+	if [ -e "$dir/failed" ]; then
+		cat "$dir/build.log"
+		echo "Search not completed: the verifier did not build" >"$work/$name.out"
+		echo "== $name: build failed"
+		return
+	fi
+	local start=$SECONDS rc=0
+	(cd "$dir" && nice -n 10 timeout "$LIMIT" ./pan -m100000 -w26) >"$work/$name.out" 2>&1 || rc=$?
+	if [ "$rc" = 124 ]; then
+		echo "Search not completed: stopped after $LIMIT s" >>"$work/$name.out"
+	fi
+	echo "== $name (spin -a $(defines "$name"); gcc $(cat "$dir/built"); pan -m100000 -w26): $((SECONDS - start)) s wall"
+	grep -E "errors:|states, stored|elapsed time|total actual memory|Search not completed|max search depth too small|^pan:1:|out of memory" "$work/$name.out" |
 		sed 's/^ */   /' | cut -c1-160 || true
 }
 
-# trail DEFINES...: SPIN's counterexample as readable MSC lines.
+# trail NAME: SPIN's counterexample of NAME as readable MSC lines.
 trail() {
-	spin -t "$@" relock.pml | grep 'MSC' | sed 's/^ */     /'
+	local defs
+	read -ra defs <<<"$(defines "$1")"
+	(cd "$work/$1" && spin -t "${defs[@]}" relock.pml) | grep 'MSC' | sed 's/^ */     /'
 }
 
 fail=0
-run delayed dfs
-if grep -q "^pan:1:" delayed.out || ! grep -q "errors: 0" delayed.out; then
-	echo "FAIL: the delayed-restart configuration did not report 0 errors; SPIN's trail:"
-	trail || true
-	fail=1
-fi
-if grep -qE "Search not completed|max search depth too small|out of memory" delayed.out || ! grep -q "errors:" delayed.out; then
-	echo "FAIL: the delayed-restart search did not complete"
-	fail=1
-fi
 
-# passes NAME: the search NAME completed with 0 errors, or fail (with SPIN's
-# trail when it found one). Its defines follow the name.
+# passes NAME WHAT: run the search NAME, which must complete with 0 errors,
+# or fail (with SPIN's trail when it found one). WHAT names it in failures.
 passes() {
-	local name=$1
-	shift
-	if grep -q "^pan:1:" "$name.out" || ! grep -q "errors: 0" "$name.out"; then
-		echo "FAIL: $name did not report 0 errors; SPIN's trail:"
-		trail "$@" || true
+	local name=$1 what=$2 out="$work/$1.out"
+	run "$name"
+	if grep -q "^pan:1:" "$out" || ! grep -q "errors: 0" "$out"; then
+		echo "FAIL: $what did not report 0 errors; SPIN's trail:"
+		trail "$name" || true
 		fail=1
 	fi
-	if grep -qE "Search not completed|max search depth too small|out of memory" "$name.out" || ! grep -q "errors:" "$name.out"; then
-		echo "FAIL: the $name search did not complete"
+	if grep -qE "Search not completed|max search depth too small|out of memory" "$out" || ! grep -q "errors:" "$out"; then
+		echo "FAIL: the $what search did not complete"
 		fail=1
 	fi
 }
 
-# violated NAME SEARCH FOUND MISSED DEFINES...: run the search NAME, which
-# must hit an assertion: print FOUND and SPIN's trail, or fail with MISSED.
+# violated NAME FOUND MISSED: run the search NAME, which must hit an
+# assertion: print FOUND and SPIN's trail, or fail with MISSED.
 violated() {
-	local name=$1 search=$2 found=$3 missed=$4
-	shift 4
-	run "$name" "$search" "$@"
-	if grep -q "assertion violated" "$name.out"; then
+	local name=$1 found=$2 missed=$3
+	run "$name"
+	if grep -q "assertion violated" "$work/$name.out"; then
 		echo "   $found; SPIN's trail:"
-		trail "$@"
+		trail "$name"
 	else
 		echo "FAIL: $missed"
 		fail=1
 	fi
 }
 
-# Renewal (the watchdog's rounds), no crash: A renews its hold until it
-# unlocks; B renews its hold for ever. -DSYMM stores states that differ
-# only by swapping nodes 1 and 2 once (sound without the crash).
-run renew-a dfs -DRENEW=1 -DCRASHES=0 -DSYMM
-passes renew-a -DRENEW=1 -DCRASHES=0 -DSYMM
-run renew-b dfs -DRENEW=2 -DCRASHES=0 -DSYMM
-passes renew-b -DRENEW=2 -DCRASHES=0 -DSYMM
-
-# Progress (P5) under the contention design.
-run progress dfs -DPROGRESS
-passes progress -DPROGRESS
-
-violated immediate bfs "the known limit, as expected" \
-	"the immediate-restart configuration found no counterexample" -DIMMEDIATE
-
-violated short-restart bfs "a restart sooner than a hold's validity breaks P1, as expected" \
-	"a restart after 1 tick found no counterexample: the delayed check may be vacuous" -DDOWNFOR=1
-
-violated seeded-bug bfs "the seeded bug is caught, as expected" \
-	"the seeded bug went unnoticed" -DBUG_NOSEQ -DAGAIN
-
-violated renew-bug bfs "a renewal's validity counted from its reply is caught, as expected" \
-	"the seeded renewal bug went unnoticed" -DRENEW=3 -DBUG_RENEWLATE
-
-violated progress-bug bfs "without keeping and probing (plain Redlock), two owners livelock, as expected" \
-	"the seeded progress bug went unnoticed: the progress check may be vacuous" -DPROGRESS -DBUG_NOKEEP
-
-# One go-redis retry (a duplicate), no crash; and without the fix that the
-# first search of it found missing (the seeded bug).
-run retries dfs -DDUPS=1 -DCRASHES=0
-passes retries -DDUPS=1 -DCRASHES=0
-violated retries-bug dfs "without the refusal's tombstone a retried acquire leaves a hold behind (P2), as expected" \
-	"the seeded retry bug went unnoticed: the retries check may be vacuous" -DDUPS=1 -DCRASHES=0 -DBUG_NOTWICE
+passes delayed delayed
+passes renew-a renew-a
+passes renew-b renew-b
+passes progress progress
+violated immediate "the known limit, as expected" \
+	"the immediate-restart configuration found no counterexample"
+violated short-restart "a restart sooner than a hold's validity breaks P1, as expected" \
+	"a restart after 1 tick found no counterexample: the delayed check may be vacuous"
+violated seeded-bug "the seeded bug is caught, as expected" \
+	"the seeded bug went unnoticed"
+violated renew-bug "a renewal's validity counted from its reply is caught, as expected" \
+	"the seeded renewal bug went unnoticed"
+violated progress-bug "without keeping and probing (plain Redlock), two owners livelock, as expected" \
+	"the seeded progress bug went unnoticed: the progress check may be vacuous"
+passes retries retries
+violated retries-bug "without the refusal's tombstone a retried acquire leaves a hold behind (P2), as expected" \
+	"the seeded retry bug went unnoticed: the retries check may be vacuous"
 
 if [ "${FINDINGS:-0}" = 1 ]; then
-	run fencing bfs -DFENCE -DCRASHES=0
-	if grep -q "assertion violated" fencing.out; then
+	run fencing
+	if grep -q "assertion violated" "$work/fencing.out"; then
 		echo "   FAIL: counter tokens repeat (P4); SPIN's trail:"
-		trail -DFENCE -DCRASHES=0
+		trail fencing
 	else
 		echo "   P4: no violation within the states searched (see the line above: completed or not)"
 	fi
