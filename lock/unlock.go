@@ -72,11 +72,11 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	wasLost, tieTaken, strays := h.isLost, h.tieTaken, h.strays
 	// Where the owner may still be registered in the wait queue (refused
 	// there while it waited, it took the lock through the other nodes),
-	// the release that ends the hold takes it out: release.lua does, for a
-	// Mutex and a write hold. A fair lock's entries expire by their
-	// deadlines.
+	// the release that ends the hold takes it out. Only a Mutex's Locks
+	// queue (contends), so h.queued is empty for every other kind; a fair
+	// lock's entries expire by their deadlines.
 	var leave nodeSet
-	if target == 0 && !h.kind.fair && (h.kind.mode == reentrant.Exclusive || h.kind.mode == reentrant.Write) {
+	if target == 0 && !h.kind.fair {
 		leave = h.queued
 	}
 	op := h.op(target, h.lease, 1)

@@ -170,18 +170,18 @@ trail() {
 
 fail=0
 
-# passes NAME WHAT: run the search NAME, which must complete with 0 errors,
-# or fail (with SPIN's trail when it found one). WHAT names it in failures.
+# passes NAME: run the search NAME, which must complete with 0 errors, or
+# fail (with SPIN's trail when it found one).
 passes() {
-	local name=$1 what=$2 out="$work/$1.out"
+	local name=$1 out="$work/$1.out"
 	run "$name"
 	if grep -q "^pan:1:" "$out" || ! grep -q "errors: 0" "$out"; then
-		echo "FAIL: $what did not report 0 errors; SPIN's trail:"
+		echo "FAIL: $name did not report 0 errors; SPIN's trail:"
 		trail "$name" || true
 		fail=1
 	fi
 	if grep -qE "Search not completed|max search depth too small|out of memory" "$out" || ! grep -q "errors:" "$out"; then
-		echo "FAIL: the $what search did not complete"
+		echo "FAIL: the $name search did not complete"
 		fail=1
 	fi
 }
@@ -200,10 +200,10 @@ violated() {
 	fi
 }
 
-passes delayed delayed
-passes renew-a renew-a
-passes renew-b renew-b
-passes progress progress
+passes delayed
+passes renew-a
+passes renew-b
+passes progress
 violated immediate "the known limit, as expected" \
 	"the immediate-restart configuration found no counterexample"
 violated short-restart "a restart sooner than a hold's validity breaks P1, as expected" \
@@ -214,7 +214,7 @@ violated renew-bug "a renewal's validity counted from its reply is caught, as ex
 	"the seeded renewal bug went unnoticed"
 violated progress-bug "without keeping and probing (plain Redlock), two owners livelock, as expected" \
 	"the seeded progress bug went unnoticed: the progress check may be vacuous"
-passes retries retries
+passes retries
 violated retries-bug "without the refusal's tombstone a retried acquire leaves a hold behind (P2), as expected" \
 	"the seeded retry bug went unnoticed: the retries check may be vacuous"
 
