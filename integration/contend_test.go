@@ -587,18 +587,10 @@ func TestReleaseSkipsItsOwnQueueEntry(t *testing.T) {
 // it out there, so that node's releases stop naming an owner that no longer
 // waits.
 func TestUnlockLeavesTheQueueWhereItWasRefused(t *testing.T) {
-	c := reset(t)
+	reset(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const name = "leave-queue"
-	tie := tieBreakerOf(t, name, 3)
-	other := (tie + 1) % 3
-	key, err := reentrant.NewKey("", name)
-	require.NoError(t, err)
-	// Another owner holds the lock on one node other than the tie-breaker.
-	dead := reentrant.Op{Key: key, Owner: "dead:1", Lease: 30 * time.Second, Count: 1, Seq: 1}
-	a, err := reentrant.NewNode(c.Nodes[other].Direct(), 0).Acquire(ctx, dead)
-	require.NoError(t, err)
-	require.True(t, a.Acquired)
+	other, _ := plantHolderBesideTie(t, ctx, name)
 
 	holder := newLockClient(t, 3, lock.Options{}).NewMutex(name)
 	require.NoError(t, holder.Lock(ctx)) // on the two other nodes
@@ -621,6 +613,62 @@ func TestUnlockLeavesTheQueueWhereItWasRefused(t *testing.T) {
 	for i := range 3 {
 		require.Empty(t, queueOn(t, i, name), "node %d", i)
 	}
+}
+
+// plantHolderBesideTie makes another owner (dead) hold the lock name, with
+// a 30 s lease, on one node other than its tie-breaker, and returns that
+// node.
+func plantHolderBesideTie(t *testing.T, ctx context.Context, name string) (int, reentrant.Op) {
+	t.Helper()
+	other := (tieBreakerOf(t, name, 3) + 1) % 3
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	dead := reentrant.Op{Key: key, Owner: "dead:1", Lease: 30 * time.Second, Count: 1, Seq: 1}
+	a, err := reentrant.NewNode(cluster.Nodes[other].Direct(), 0).Acquire(ctx, dead)
+	require.NoError(t, err)
+	require.True(t, a.Acquired)
+	return other, dead
+}
+
+// TestLockExpectsTheTombstoneItsUnlockLeft: an Unlock whose release finds no
+// hold of its owner on a node (its Lock won through the other nodes) leaves
+// the owner's tombstone there for a lease. The owner's next Lock expects it:
+// its script reads the lock and the tombstone apart (HLEN, GET), instead of
+// an EXISTS that finds the tombstone and three reads after it (HMGET, PTTL,
+// GET).
+func TestLockExpectsTheTombstoneItsUnlockLeft(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "expect-tombstone"
+	other, dead := plantHolderBesideTie(t, ctx, name)
+	key := dead.Key
+
+	m := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	require.NoError(t, m.Lock(ctx)) // on the two other nodes
+	require.NoError(t, m.Unlock(ctx))
+	tomb, err := c.Nodes[other].Direct().Exists(ctx, key.Tombstone(m.Owner())).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tomb, "the release that found no hold left a tombstone")
+
+	dead.Count, dead.Seq = 0, 2
+	_, err = reentrant.NewNode(c.Nodes[other].Direct(), 0).Release(ctx, dead, "dead:1/2")
+	require.NoError(t, err)
+
+	reads := []string{"exists", "hlen", "hmget", "pttl", "get"}
+	before := make([]int64, len(reads))
+	for i, cmd := range reads {
+		before[i] = commandCalls(t, other, cmd)
+	}
+	require.NoError(t, m.Lock(ctx))
+	ran := map[string]int64{}
+	for i, cmd := range reads {
+		if d := commandCalls(t, other, cmd) - before[i]; d != 0 {
+			ran[cmd] = d
+		}
+	}
+	require.Equal(t, map[string]int64{"hlen": 1, "get": 1}, ran,
+		"the Lock read the lock and its tombstone apart, where it knew one was")
+	require.NoError(t, m.Unlock(ctx))
 }
 
 // TestHandleThatMetContentionProbesFirst: a handle whose last Lock waited

@@ -50,10 +50,11 @@ type attempt struct {
 // the release there tells it (see contender, 4). Where q says the owner is
 // not registered, a hold taken skips the dequeue (reentrant.Op.Unqueued).
 // A failed attempt is left as it landed: the caller undoes it (Client.undo),
-// or keeps what it took (see contender). strays are the nodes where a call
-// of the owner may still land (hold.strays): elsewhere the owner expects
-// no tombstone of its own (reentrant.Op.NoStrays).
-func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int, strays nodeSet, q queueing) attempt {
+// or keeps what it took (see contender). tombs are the nodes where a call
+// of the owner may still land (hold.strays) or a tombstone of its may be
+// (hold.buried): elsewhere the owner expects no tombstone of its own
+// (reentrant.Op.NoStrays), a hint that only orders the script's reads.
+func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int, tombs nodeSet, q queueing) attempt {
 	if err := ctx.Err(); err != nil {
 		return attempt{err: err}
 	}
@@ -77,7 +78,7 @@ func (c *Client) acquire(ctx context.Context, op reentrant.Op, need, only int, s
 		op := op
 		i := slices.Index(c.nodes, n)
 		atTie := i == tie
-		op.NoStrays = !strays.has(i)
+		op.NoStrays = !tombs.has(i)
 		if !atTie {
 			op.Fair = false
 		}

@@ -59,6 +59,14 @@ type hold struct {
 	// to zero there leaves a tombstone to refuse it; elsewhere none is
 	// needed (reentrant.Op.NoStrays).
 	strays nodeSet
+	// buried: the nodes where a tombstone of this owner may still be, until
+	// buriedUntil: a release to zero sent where it had strays, or the undo
+	// of a failed attempt, left one for a lease. Its acquisitions there
+	// expect one (reentrant.Op.NoStrays false): the script then reads the
+	// lock and the tombstone apart, two commands, where expecting none
+	// costs an EXISTS that finds it and three more reads after.
+	buried      nodeSet
+	buriedUntil time.Time
 	// queued: the nodes where the owner may be registered in the lock's
 	// wait queue key: a waiting Lock's attempt with its ticket was refused
 	// there, or did not answer, and no hold taken there since took it out
@@ -103,6 +111,37 @@ func strayNodes[T any](c *Client, replies []reply[T]) nodeSet {
 		}
 	}
 	return s
+}
+
+// takenNodes returns the nodes whose acquire reply says the owner holds
+// the lock there.
+func takenNodes(replies []reply[reentrant.Acquisition]) nodeSet {
+	var s nodeSet
+	for _, r := range replies {
+		if r.err == nil && r.value.Acquired {
+			s = s.with(r.node)
+		}
+	}
+	return s
+}
+
+// bury records that a release to zero or an undo of the owner, sent now to
+// nodes, may leave its tombstone there for lease. h.mu must be held.
+func (h *hold) bury(nodes nodeSet, lease time.Duration) {
+	if nodes == 0 {
+		return
+	}
+	h.buried |= nodes
+	h.buriedUntil = later(h.buriedUntil, time.Now().Add(lease))
+}
+
+// tombstones returns the nodes where a tombstone of the owner may still be
+// at now (see buried). h.mu must be held.
+func (h *hold) tombstones(now time.Time) nodeSet {
+	if h.buried != 0 && now.After(h.buriedUntil) {
+		h.buried = 0
+	}
+	return h.buried
 }
 
 // holdKind is what differs between the kinds of hold: the scripts their
@@ -338,6 +377,7 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	op.Waiting = call.wait && !reentry // a first hold a Lock waits for
 	op.Fence = h.fencing != 0 && !reentry
 	strays, queued := h.strays, h.queued
+	tombs := strays | h.tombstones(time.Now())
 	h.mu.Unlock()
 
 	only, q := -1, queueing{}
@@ -348,12 +388,18 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 		// other nodes (see contender.mayKeep).
 		op.AskHolder = k.enabled && only < 0
 	}
-	a := h.c.acquire(ctx, op, h.kind.quorum, only, strays, q)
+	a := h.c.acquire(ctx, op, h.kind.quorum, only, tombs, q)
 	// The handle's mutex only when there is something to record: an
 	// uncontended TryLock or re-entry pays nothing here.
-	if lost := strayNodes(h.c, a.replies); lost != 0 || op.Ticket > 0 {
+	lost := strayNodes(h.c, a.replies)
+	var undone nodeSet // where a failed attempt's undo leaves a tombstone
+	if !a.acquired {
+		undone = lost | takenNodes(a.replies)
+	}
+	if lost != 0 || undone != 0 || op.Ticket > 0 {
 		h.mu.Lock()
 		h.strays |= lost
+		h.bury(undone, lease)
 		if op.Ticket > 0 {
 			h.queued = q.after(h.c, a)
 		}

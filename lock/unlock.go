@@ -84,6 +84,12 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	// Past any lease a node may still hold: renewals set it from their own
 	// time, so count from now, not from the first acquisition.
 	deadline := time.Now().Add(h.lease)
+	switch {
+	case wasLost && target == 0:
+		h.bury(^nodeSet(0), h.lease) // its clean-up goes everywhere
+	case target == 0:
+		h.bury(strays, h.lease) // there its release leaves one
+	}
 	h.mu.Unlock()
 
 	if wasLost {
@@ -111,7 +117,11 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	var retry []int
 	left := strays // the strays no tombstone of this release covers
 	var dequeued nodeSet
+	var buried nodeSet // a release to zero that found no hold buries anyway
 	for _, r := range replies {
+		if target == 0 && (r.err != nil || r.value == reentrant.NotHeld) {
+			buried = buried.with(r.node)
+		}
 		if r.err == nil && leave.has(r.node) && r.value != reentrant.StillHeld {
 			// Not held there: the release took the owner out of the
 			// queue. Released there: the acquire that took it did.
@@ -132,10 +142,11 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 			left = left.without(r.node)
 		}
 	}
-	if cleared := strays &^ left; cleared != 0 || dequeued != 0 {
+	if cleared := strays &^ left; cleared != 0 || dequeued != 0 || buried != 0 {
 		h.mu.Lock()
 		h.strays &^= cleared
 		h.queued &^= dequeued
+		h.bury(buried, op.Lease)
 		h.mu.Unlock()
 	}
 	h.c.releaseOn(op, retry, deadline)
