@@ -136,9 +136,9 @@ func (h *hold) bury(nodes nodeSet, lease time.Duration) {
 }
 
 // tombstones returns the nodes where a tombstone of the owner may still be
-// at now (see buried). h.mu must be held.
-func (h *hold) tombstones(now time.Time) nodeSet {
-	if h.buried != 0 && now.After(h.buriedUntil) {
+// (see buried). h.mu must be held.
+func (h *hold) tombstones() nodeSet {
+	if h.buried != 0 && time.Now().After(h.buriedUntil) {
 		h.buried = 0
 	}
 	return h.buried
@@ -377,7 +377,7 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	op.Waiting = call.wait && !reentry // a first hold a Lock waits for
 	op.Fence = h.fencing != 0 && !reentry
 	strays, queued := h.strays, h.queued
-	tombs := strays | h.tombstones(time.Now())
+	tombs := strays | h.tombstones()
 	h.mu.Unlock()
 
 	only, q := -1, queueing{}
