@@ -170,9 +170,12 @@ type Op struct {
 	// it. Through a client that never sends a call twice (MaxRetries -1),
 	// a release to zero (Exclusive, Write) then leaves no tombstone, as
 	// there is nothing for one to refuse, and an acquire, expecting none,
-	// looks for the lock and the tombstone in one command. Through a
-	// client that may retry it changes nothing. The lock package sets it
-	// per node.
+	// looks for the lock and the tombstone in one command. For an acquire
+	// it is only a hint, which orders the script's reads: the lock package
+	// also leaves it unset where the owner's tombstone may still be (its
+	// last release or undo there left one), so that the script reads the
+	// lock and the tombstone apart. Through a client that may retry it
+	// changes nothing. The lock package sets it per node.
 	NoStrays bool
 	// LeaveQueue, for a release to zero of an Exclusive hold, says that the
 	// owner may still be registered in the lock's wait queue on this node:
