@@ -590,7 +590,8 @@ func TestUnlockLeavesTheQueueWhereItWasRefused(t *testing.T) {
 	reset(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const name = "leave-queue"
-	other, _ := plantHolderBesideTie(t, ctx, name)
+	other := (tieBreakerOf(t, name, 3) + 1) % 3
+	plantHolder(t, ctx, name, other)
 
 	holder := newLockClient(t, 3, lock.Options{}).NewMutex(name)
 	require.NoError(t, holder.Lock(ctx)) // on the two other nodes
@@ -615,57 +616,106 @@ func TestUnlockLeavesTheQueueWhereItWasRefused(t *testing.T) {
 	}
 }
 
-// plantHolderBesideTie makes another owner (dead) hold the lock name, with
-// a 30 s lease, on one node other than its tie-breaker, and returns that
-// node.
-func plantHolderBesideTie(t *testing.T, ctx context.Context, name string) (int, reentrant.Op) {
+// plantHolder makes another owner (dead:1) hold the lock name, with a 30 s
+// lease, on the given nodes, and returns its operation.
+func plantHolder(t *testing.T, ctx context.Context, name string, nodes ...int) reentrant.Op {
 	t.Helper()
-	other := (tieBreakerOf(t, name, 3) + 1) % 3
 	key, err := reentrant.NewKey("", name)
 	require.NoError(t, err)
 	dead := reentrant.Op{Key: key, Owner: "dead:1", Lease: 30 * time.Second, Count: 1, Seq: 1}
-	a, err := reentrant.NewNode(cluster.Nodes[other].Direct(), 0).Acquire(ctx, dead)
-	require.NoError(t, err)
-	require.True(t, a.Acquired)
-	return other, dead
+	for _, i := range nodes {
+		a, err := reentrant.NewNode(cluster.Nodes[i].Direct(), 0).Acquire(ctx, dead)
+		require.NoError(t, err)
+		require.True(t, a.Acquired)
+	}
+	return dead
 }
 
-// TestLockExpectsTheTombstoneItsUnlockLeft: an Unlock whose release finds no
-// hold of its owner on a node (its Lock won through the other nodes) leaves
-// the owner's tombstone there for a lease. The owner's next Lock expects it:
-// its script reads the lock and the tombstone apart (HLEN, GET), instead of
-// an EXISTS that finds the tombstone and three reads after it (HMGET, PTTL,
-// GET).
-func TestLockExpectsTheTombstoneItsUnlockLeft(t *testing.T) {
-	c := reset(t)
+// unplantHolder releases what plantHolder planted on the given nodes.
+func unplantHolder(t *testing.T, ctx context.Context, dead reentrant.Op, nodes ...int) {
+	t.Helper()
+	dead.Count, dead.Seq = 0, 2
+	for _, i := range nodes {
+		_, err := reentrant.NewNode(cluster.Nodes[i].Direct(), 0).Release(ctx, dead, "dead:1/2")
+		require.NoError(t, err)
+	}
+}
+
+// tombstoneOn reports whether owner's tombstone for the lock name is on
+// node i.
+func tombstoneOn(t *testing.T, ctx context.Context, i int, name, owner string) bool {
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	n, err := cluster.Nodes[i].Direct().Exists(ctx, key.Tombstone(owner)).Result()
+	require.NoError(t, err)
+	return n == 1
+}
+
+// acquireReads runs lock and returns the reads of acquire.lua's first
+// branches (EXISTS, HLEN, HMGET, PTTL, GET) that node i ran meanwhile.
+func acquireReads(t *testing.T, i int, lock func()) map[string]int64 {
+	t.Helper()
+	reads := []string{"exists", "hlen", "hmget", "pttl", "get"}
+	before := make([]int64, len(reads))
+	for j, cmd := range reads {
+		before[j] = commandCalls(t, i, cmd)
+	}
+	lock()
+	ran := map[string]int64{}
+	for j, cmd := range reads {
+		if d := commandCalls(t, i, cmd) - before[j]; d != 0 {
+			ran[cmd] = d
+		}
+	}
+	return ran
+}
+
+// TestUnlockThatFindsNoHoldLeavesNoTombstone: an Unlock whose release finds
+// no hold of its owner on a node (its Lock won through the other nodes,
+// refused there) leaves no tombstone there, since no call of the owner can
+// still land; the owner's next Lock there looks for the lock and a
+// tombstone in one EXISTS.
+func TestUnlockThatFindsNoHoldLeavesNoTombstone(t *testing.T) {
+	reset(t)
 	ctx := ctxFor(t, 30*time.Second)
-	const name = "expect-tombstone"
-	other, dead := plantHolderBesideTie(t, ctx, name)
-	key := dead.Key
+	const name = "no-hold-no-tombstone"
+	other := (tieBreakerOf(t, name, 3) + 1) % 3
+	dead := plantHolder(t, ctx, name, other)
 
 	m := newLockClient(t, 3, lock.Options{}).NewMutex(name)
 	require.NoError(t, m.Lock(ctx)) // on the two other nodes
 	require.NoError(t, m.Unlock(ctx))
-	tomb, err := c.Nodes[other].Direct().Exists(ctx, key.Tombstone(m.Owner())).Result()
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tomb, "the release that found no hold left a tombstone")
+	require.False(t, tombstoneOn(t, ctx, other, name, m.Owner()), "the release that found no hold left a tombstone")
 
-	dead.Count, dead.Seq = 0, 2
-	_, err = reentrant.NewNode(c.Nodes[other].Direct(), 0).Release(ctx, dead, "dead:1/2")
-	require.NoError(t, err)
+	unplantHolder(t, ctx, dead, other)
+	ran := acquireReads(t, other, func() { require.NoError(t, m.Lock(ctx)) })
+	require.Equal(t, map[string]int64{"exists": 1}, ran, "the Lock looked for the lock and its tombstone in one EXISTS")
+	require.NoError(t, m.Unlock(ctx))
+}
 
-	reads := []string{"exists", "hlen", "hmget", "pttl", "get"}
-	before := make([]int64, len(reads))
-	for i, cmd := range reads {
-		before[i] = commandCalls(t, other, cmd)
-	}
-	require.NoError(t, m.Lock(ctx))
-	ran := map[string]int64{}
-	for i, cmd := range reads {
-		if d := commandCalls(t, other, cmd) - before[i]; d != 0 {
-			ran[cmd] = d
-		}
-	}
+// TestLockExpectsTheTombstoneItsUndoLeft: the undo of a failed attempt
+// leaves the owner's tombstone where the attempt took the lock. The
+// owner's next Lock expects it there: its script reads the lock and the
+// tombstone apart (HLEN, GET), instead of an EXISTS that finds the
+// tombstone and three reads after it (HMGET, PTTL, GET).
+func TestLockExpectsTheTombstoneItsUndoLeft(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "undo-tombstone"
+	tie := tieBreakerOf(t, name, 3)
+	taken, free := (tie+1)%3, (tie+2)%3
+	// Another owner holds a quorum, the tie-breaker included.
+	dead := plantHolder(t, ctx, name, tie, taken)
+
+	m := newLockClient(t, 3, lock.Options{}).NewMutex(name)
+	ok, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Eventually(t, func() bool { return tombstoneOn(t, ctx, free, name, m.Owner()) },
+		10*time.Second, time.Millisecond, "the undo of the attempt left a tombstone where it took the lock")
+
+	unplantHolder(t, ctx, dead, tie, taken)
+	ran := acquireReads(t, free, func() { require.NoError(t, m.Lock(ctx)) })
 	require.Equal(t, map[string]int64{"hlen": 1, "get": 1}, ran,
 		"the Lock read the lock and its tombstone apart, where it knew one was")
 	require.NoError(t, m.Unlock(ctx))

@@ -135,6 +135,22 @@ func (h *hold) bury(nodes nodeSet, lease time.Duration) {
 	h.buriedUntil = later(h.buriedUntil, time.Now().Add(lease))
 }
 
+// undone records where the undo of the failed attempt a (Client.undo)
+// leaves the owner's tombstone: the nodes that did not answer (lost), and
+// those where it took the lock unless it keeps them (see contender.settle).
+func (h *hold) undone(a attempt, lost nodeSet, kept bool, lease time.Duration) {
+	nodes := lost
+	if !kept {
+		nodes |= takenNodes(a.replies)
+	}
+	if nodes == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.bury(nodes, lease)
+}
+
 // tombstones returns the nodes where a tombstone of the owner may still be
 // (see buried). h.mu must be held.
 func (h *hold) tombstones() nodeSet {
@@ -392,14 +408,9 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	// The handle's mutex only when there is something to record: an
 	// uncontended TryLock or re-entry pays nothing here.
 	lost := strayNodes(h.c, a.replies)
-	var undone nodeSet // where a failed attempt's undo leaves a tombstone
-	if !a.acquired {
-		undone = lost | takenNodes(a.replies)
-	}
-	if lost != 0 || undone != 0 || op.Ticket > 0 {
+	if lost != 0 || op.Ticket > 0 {
 		h.mu.Lock()
 		h.strays |= lost
-		h.bury(undone, lease)
 		if op.Ticket > 0 {
 			h.queued = q.after(h.c, a)
 		}
@@ -411,6 +422,7 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 		k.keeping = false // what it kept is part of the hold now
 	case !reentry:
 		a.retryNow = k.settle(h.c, op, a, lease, woken)
+		h.undone(a, lost, k.keeping, lease)
 		k.sent(a)
 		return false, a, a.err
 	case a.absent > len(h.c.nodes)-h.kind.quorum:
@@ -418,10 +430,12 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 		// ended (expired, force-unlocked) and another owner may have held
 		// the lock since. Nothing was created where it was missing.
 		h.c.undo(op, a, false)
+		h.undone(a, lost, false, lease)
 		h.loseHold(LossNotHeld)
 		return false, attempt{}, ErrLost
 	default:
 		h.c.undo(op, a, false)
+		h.undone(a, lost, false, lease)
 		return false, a, a.err
 	}
 	var token int64

@@ -117,9 +117,9 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	var retry []int
 	left := strays // the strays no tombstone of this release covers
 	var dequeued nodeSet
-	var buried nodeSet // a release to zero that found no hold buries anyway
+	var buried nodeSet // where its retries, which may bury, go on
 	for _, r := range replies {
-		if target == 0 && (r.err != nil || r.value == reentrant.NotHeld) {
+		if target == 0 && r.err != nil {
 			buried = buried.with(r.node)
 		}
 		if r.err == nil && leave.has(r.node) && r.value != reentrant.StillHeld {

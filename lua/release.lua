@@ -18,8 +18,10 @@
 -- ARGV[7] '1' when no call of the owner that could create its hold here
 --         (an acquire, a repair) may still land: each one it sent here has
 --         answered, through a client that never sends a call twice
---         (reentrant.Op.NoStrays). A release that ends the hold then
---         leaves no tombstone: there is nothing for one to refuse.
+--         (reentrant.Op.NoStrays). A release to 0 then leaves no
+--         tombstone, whether it ends the hold or finds none (the Unlock of
+--         a hold taken through the other nodes): there is nothing for one
+--         to refuse.
 -- ARGV[8] '1' when the owner may be registered in the wait queue here
 --         (reentrant.Op.LeaveQueue): it was refused here while it waited
 --         and took the lock through other nodes. A release to 0 that finds
@@ -33,9 +35,9 @@
 -- goneBefore in prelude.lua).
 --
 -- Every release to count 0 buries the owner's sequence number in its
--- tombstone (see acquire.lua for why): the full release that deletes the
--- lock (unless ARGV[7] says no call it would refuse can come), and also
--- one that finds nothing of the owner here. The second case
+-- tombstone (see acquire.lua for why), unless ARGV[7] says no call it would
+-- refuse can come: the full release that deletes the lock, and also one
+-- that finds nothing of the owner here. The second case
 -- is the undo of a failed attempt reaching a node before the acquire it
 -- undoes (or instead of it, when that acquire is still on the wire): with
 -- the tombstone, that acquire is refused whenever it lands, so one undo is
@@ -67,7 +69,10 @@ local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]
 local held, last = ownHold(key, owner)
 if not held then
   if count == 0 then
-    local gone = goneBefore(KEYS[3], seq, lease)
+    local gone = 0
+    if ARGV[7] ~= '1' then
+      gone = goneBefore(KEYS[3], seq, lease)
+    end
     if ARGV[8] == '1' then
       dequeue(KEYS[4], owner, 1, nil)
     end

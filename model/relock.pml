@@ -129,10 +129,14 @@
  * (TestReentrantAcquireHintsDecideAlike checks the orders agree).
  * Later release.lua gained ARGV[8]: an Unlock's release that finds no
  * hold of the owner takes it out of the wait queue there (queue only).
+ * Later still, a release to 0 that finds no hold of the owner buries
+ * nothing where ARGV[7] says no stray of the owner can land (REL's first
+ * branch, checked anew): until then such a release, the Unlock of a hold
+ * taken through the other nodes, left a tombstone there for a lease.
  */
 /* checksum lua/prelude.lua sha256:34b125d88f39cdd56e65fd5636f3d0a81e822f89b9fc14e51670c11ca6023ed9 */
 /* checksum lua/acquire.lua sha256:471d01bd18c443e4cc28b12db6413a85d6e61ae12d69724406d2cd7ccc98d2f6 */
-/* checksum lua/release.lua sha256:92603e49383e79117aa1ea871b266f5b7e427a9be10f947b4774cf377eceb2d1 */
+/* checksum lua/release.lua sha256:d533c9b15435041caa73bec9b70fa48bb0e39740d4595f55ffc7ad67dcf0cda1 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 
@@ -374,10 +378,12 @@ inline script(d, p, k, sq, c, fl) {
 	:: k == REL ->
 		/* lua/release.lua */
 		if
-		:: ncnt[e] == 0 && c == 0 && nttomb[e] > 0 && ntomb[e] >= sq ->
+		:: ncnt[e] == 0 && c == 0 && fl ->
+			r = R_NOTHELD                /* not held, count 0, ARGV[7]: no stray of the owner here, nothing to bury: return 0 */
+		:: ncnt[e] == 0 && c == 0 && !fl && nttomb[e] > 0 && ntomb[e] >= sq ->
 			bury(e, sq);
 			r = R_GONE                   /* goneBefore: its own number was buried already: return 2 */
-		:: ncnt[e] == 0 && !(c == 0 && nttomb[e] > 0 && ntomb[e] >= sq) ->
+		:: ncnt[e] == 0 && !(c == 0 && (fl || nttomb[e] > 0 && ntomb[e] >= sq)) ->
 			if :: c == 0 -> bury(e, sq) :: else -> skip fi;
 			r = R_NOTHELD                /* not held: bury when count is 0; return 0 */
 #ifndef BUG_NOSEQ

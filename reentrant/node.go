@@ -388,9 +388,9 @@ func (r ReleaseResult) String() string {
 // lock is deleted and releaseID is published on the release channel, once.
 // A release to zero also leaves the owner's tombstone for op.Lease, even
 // where the owner held nothing (the undo of an attempt that has not landed
-// yet): the owner's older acquires are then refused as Stale. Only a
-// release that ends the hold with Op.NoStrays, through a client that never
-// retries, leaves none.
+// yet): the owner's older acquires are then refused as Stale. A release to
+// zero with Op.NoStrays, through a client that never retries, leaves none,
+// whether it ends the hold or finds none.
 func (n *Node) Release(ctx context.Context, op Op, releaseID string) (ReleaseResult, error) {
 	if err := op.check(0); err != nil {
 		return NotHeld, err
