@@ -651,23 +651,25 @@ func tombstoneOn(t *testing.T, ctx context.Context, i int, name, owner string) b
 	return n == 1
 }
 
-// acquireReads runs lock and returns the reads of acquire.lua's first
-// branches (EXISTS, HLEN, HMGET, PTTL, GET) that node i ran meanwhile.
-func acquireReads(t *testing.T, i int, lock func()) map[string]int64 {
+// requireLockReads takes m's lock and releases it, and requires that
+// node i ran exactly the reads want of acquire.lua's first branches
+// (EXISTS, HLEN, HMGET, PTTL, GET) meanwhile.
+func requireLockReads(t *testing.T, ctx context.Context, m *lock.Mutex, i int, want map[string]int64, why string) {
 	t.Helper()
 	reads := []string{"exists", "hlen", "hmget", "pttl", "get"}
 	before := make([]int64, len(reads))
 	for j, cmd := range reads {
 		before[j] = commandCalls(t, i, cmd)
 	}
-	lock()
+	require.NoError(t, m.Lock(ctx))
 	ran := map[string]int64{}
 	for j, cmd := range reads {
 		if d := commandCalls(t, i, cmd) - before[j]; d != 0 {
 			ran[cmd] = d
 		}
 	}
-	return ran
+	require.Equal(t, want, ran, why)
+	require.NoError(t, m.Unlock(ctx))
 }
 
 // TestUnlockThatFindsNoHoldLeavesNoTombstone: an Unlock whose release finds
@@ -688,9 +690,8 @@ func TestUnlockThatFindsNoHoldLeavesNoTombstone(t *testing.T) {
 	require.False(t, tombstoneOn(t, ctx, other, name, m.Owner()), "the release that found no hold left a tombstone")
 
 	unplantHolder(t, ctx, dead, other)
-	ran := acquireReads(t, other, func() { require.NoError(t, m.Lock(ctx)) })
-	require.Equal(t, map[string]int64{"exists": 1}, ran, "the Lock looked for the lock and its tombstone in one EXISTS")
-	require.NoError(t, m.Unlock(ctx))
+	requireLockReads(t, ctx, m, other, map[string]int64{"exists": 1},
+		"the Lock looked for the lock and its tombstone in one EXISTS")
 }
 
 // TestLockExpectsTheTombstoneItsUndoLeft: the undo of a failed attempt
@@ -715,10 +716,8 @@ func TestLockExpectsTheTombstoneItsUndoLeft(t *testing.T) {
 		10*time.Second, time.Millisecond, "the undo of the attempt left a tombstone where it took the lock")
 
 	unplantHolder(t, ctx, dead, tie, taken)
-	ran := acquireReads(t, free, func() { require.NoError(t, m.Lock(ctx)) })
-	require.Equal(t, map[string]int64{"hlen": 1, "get": 1}, ran,
+	requireLockReads(t, ctx, m, free, map[string]int64{"hlen": 1, "get": 1},
 		"the Lock read the lock and its tombstone apart, where it knew one was")
-	require.NoError(t, m.Unlock(ctx))
 }
 
 // TestHandleThatMetContentionProbesFirst: a handle whose last Lock waited
