@@ -60,8 +60,9 @@ type hold struct {
 	// needed (reentrant.Op.NoStrays).
 	strays nodeSet
 	// buried: the nodes where a tombstone of this owner may still be, until
-	// buriedUntil: a release to zero sent where it had strays, or the undo
-	// of a failed attempt, left one for a lease. Its acquisitions there
+	// buriedUntil: a release to zero sent where it had strays or retried in
+	// the background, or the undo of a failed attempt, left one for a
+	// lease. Its acquisitions there
 	// expect one (reentrant.Op.NoStrays false): the script then reads the
 	// lock and the tombstone apart, two commands, where expecting none
 	// costs an EXISTS that finds it and three more reads after.

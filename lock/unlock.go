@@ -117,11 +117,8 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	var retry []int
 	left := strays // the strays no tombstone of this release covers
 	var dequeued nodeSet
-	var buried nodeSet // where its retries, which may bury, go on
+	var buried nodeSet // where its retries to zero, which bury, go on
 	for _, r := range replies {
-		if target == 0 && r.err != nil {
-			buried = buried.with(r.node)
-		}
 		if r.err == nil && leave.has(r.node) && r.value != reentrant.StillHeld {
 			// Not held there: the release took the owner out of the
 			// queue. Released there: the acquire that took it did.
@@ -130,6 +127,9 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 		switch {
 		case r.err != nil:
 			retry = append(retry, r.node)
+			if target == 0 {
+				buried = buried.with(r.node)
+			}
 		case r.value == reentrant.NotHeld:
 			notHeld++
 		default:
