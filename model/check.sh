@@ -30,9 +30,13 @@
 #   retries-bug: the same without acquire.lua's `refused` (a refusal
 #               through a retrying client buries the call's seq): P2
 #               violated, with SPIN's trail.
-# About 9 min on a quiet machine, up to three times that in the machine's
-# slow state with other work beside it. Memory: see model/README.md's table
-# (the largest search, renew-a, about 7.6 GB; the machine has 24 GB).
+# The searches run JOBS at a time (2 unless set: one per core), longest
+# first, each taking the next one not yet taken when its last ends; the
+# reports are printed in the order above once all have ended. 3.5 min on
+# a quiet machine (5.4 one at a time, the same hour), up to three times
+# that in the machine's slow state with other work beside it. Memory: see
+# model/README.md's table (the largest search, renew-a, about 7.4 GB; two
+# at once at most 14 GB; the machine has 24 GB).
 # FINDINGS=1 also runs a search that does not complete (see
 # model/README.md), reported, not gated on:
 #   fencing:    counter tokens (P4), no crash: a repeated token before
@@ -51,22 +55,25 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 work=$(mktemp -d)
-builder=""
+pids=() # the builder's and the lanes'
 cleanup() {
-	if [ -n "$builder" ]; then kill "$builder" 2>/dev/null || true; fi
+	if [ ${#pids[@]} -gt 0 ]; then kill "${pids[@]}" 2>/dev/null || true; fi
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 # 20 minutes: on a quiet machine the longest search (renew-a) takes about
-# 3 min; in the machine's slow state, with a test run beside it, a 2-min
+# 2 to 3 min; in the machine's slow state, with a test run beside it, a 2-min
 # search was still going after 4 min (CI stopped it there on 2026-11-26).
 LIMIT=${LIMIT:-1200}
 # pan's memory bound (MB) per search.
 MEMLIM=${MEMLIM:-12000}
+# How many searches run at once. Two on this 2-core machine: one at a time
+# took 105 s for two delayed searches, two at once 62 s (2026-11-27).
+JOBS=${JOBS:-2}
 
-# The configurations, in the order they run: NAME SEARCH DEFINES... SEARCH
+# The configurations, in the order they report: NAME SEARCH DEFINES... SEARCH
 # is dfs (exhaustive) or bfs (the shortest counterexample; pan's BFS
 # refuses the model's hidden clock, so it is built with -DNOCLOCK and the
 # trail is replayed with the clock).
@@ -89,8 +96,13 @@ configs=(
 	"retries dfs -DDUPS=1 -DCRASHES=0"
 	"retries-bug dfs -DDUPS=1 -DCRASHES=0 -DBUG_NOTWICE"
 )
+# The order the searches are built and start in: longest first (see
+# model/README.md's table), so that the lanes end close together.
+order=(renew-a retries delayed renew-b seeded-bug renew-bug retries-bug
+	short-restart progress-bug immediate progress)
 if [ "${FINDINGS:-0}" = 1 ]; then
 	configs+=("fencing bfs -DFENCE -DCRASHES=0")
+	order+=(fencing)
 fi
 
 # No -DCOLLAPSE: it halves the memory of a search (delayed: 3.9 against
@@ -118,30 +130,37 @@ build() {
 	fi
 }
 
-# Build every verifier, one after another, on the other core while the
-# searches run (a compile takes 10 to 13 s: 2 min for all of them).
-(
-	for c in "${configs[@]}"; do
-		read -ra words <<<"$c"
-		build "${words[@]}"
-	done
-) &
-builder=$!
-
-# defines NAME: the defines of configuration NAME.
-defines() {
+# config NAME: the configuration line of NAME (NAME SEARCH DEFINES...).
+config() {
 	local c words
 	for c in "${configs[@]}"; do
 		read -ra words <<<"$c"
 		if [ "${words[0]}" = "$1" ]; then
-			echo "${words[@]:2}"
+			echo "$c"
 			return
 		fi
 	done
 }
 
-# run NAME: wait for the verifier of NAME and run it; its output is in
-# NAME.out (in $work).
+# defines NAME: the defines of configuration NAME.
+defines() {
+	local words
+	read -ra words <<<"$(config "$1")"
+	echo "${words[@]:2}"
+}
+
+# Build every verifier, one after another, in the order the searches start,
+# beside them (a compile takes 10 to 13 s: 2 min for all of them).
+(
+	for name in "${order[@]}"; do
+		read -ra words <<<"$(config "$name")"
+		build "${words[@]}"
+	done
+) &
+pids+=($!)
+
+# run NAME: wait for the verifier of NAME and run it; pan's output is in
+# NAME.out (in $work), the lines to report are printed.
 run() {
 	local name=$1 dir="$work/$1"
 	while [ ! -e "$dir/built" ] && [ ! -e "$dir/failed" ]; do sleep 0.2; done
@@ -168,13 +187,33 @@ trail() {
 	(cd "$work/$1" && spin -t "${defs[@]}" relock.pml) | grep 'MSC' | sed 's/^ */     /'
 }
 
+# lane: run the searches, in order, that no other lane has taken (mkdir
+# takes one atomically); each one's report goes to NAME.report.
+lane() {
+	local name
+	for name in "${order[@]}"; do
+		if mkdir "$work/$name.taken" 2>/dev/null; then
+			run "$name" >"$work/$name.report"
+		fi
+	done
+}
+
+began=$SECONDS
+for ((j = 0; j < JOBS; j++)); do
+	lane &
+	pids+=($!)
+done
+wait "${pids[@]}"
+pids=()
+echo "== all searches: $((SECONDS - began)) s wall, $JOBS at a time"
+
 fail=0
 
-# passes NAME: run the search NAME, which must complete with 0 errors, or
+# passes NAME: report the search NAME, which must complete with 0 errors, or
 # fail (with SPIN's trail when it found one).
 passes() {
 	local name=$1 out="$work/$1.out"
-	run "$name"
+	cat "$work/$name.report"
 	if grep -q "^pan:1:" "$out" || ! grep -q "errors: 0" "$out"; then
 		echo "FAIL: $name did not report 0 errors; SPIN's trail:"
 		trail "$name" || true
@@ -186,11 +225,11 @@ passes() {
 	fi
 }
 
-# violated NAME FOUND MISSED: run the search NAME, which must hit an
+# violated NAME FOUND MISSED: report the search NAME, which must hit an
 # assertion: print FOUND and SPIN's trail, or fail with MISSED.
 violated() {
 	local name=$1 found=$2 missed=$3
-	run "$name"
+	cat "$work/$name.report"
 	if grep -q "assertion violated" "$work/$name.out"; then
 		echo "   $found; SPIN's trail:"
 		trail "$name"
@@ -219,7 +258,7 @@ violated retries-bug "without the refusal's tombstone a retried acquire leaves a
 	"the seeded retry bug went unnoticed: the retries check may be vacuous"
 
 if [ "${FINDINGS:-0}" = 1 ]; then
-	run fencing
+	cat "$work/fencing.report"
 	if grep -q "assertion violated" "$work/fencing.out"; then
 		echo "   FAIL: counter tokens repeat (P4); SPIN's trail:"
 		trail fencing
