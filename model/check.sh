@@ -42,8 +42,8 @@
 #   fencing:    counter tokens (P4), no crash: a repeated token before
 #               drawToken drew again (fixed; the search is not exhaustive).
 # LARGE=1 runs, instead of all the above, the search too large for CI
-# (10 min on a quiet machine and 15.4 GB, alone), which must complete with
-# 0 errors:
+# (8 to 10 min on a quiet machine and 15.4 GB, alone), which must complete
+# with 0 errors:
 #   fencing-full: counter tokens (P4), with P1 and P2, no crash, P3's
 #               ghost out (-DNOP3), -DSYMM, states compressed, 20 GB.
 set -euo pipefail
@@ -69,8 +69,9 @@ cleanup() {
 trap cleanup EXIT
 
 # 20 minutes (40 with LARGE=1): on a quiet machine the longest search
-# (renew-a) takes about 2 to 3 min; in the machine's slow state, with a test run beside it, a 2-min
-# search was still going after 4 min (CI stopped it there on 2026-11-26).
+# (renew-a) takes about 2 to 3 min (fencing-full 8 to 10); in the machine's
+# slow state, with a test run beside it, a 2-min search was still going
+# after 4 min (CI stopped it there on 2026-11-26).
 if [ "${LARGE:-0}" = 1 ]; then LIMIT=${LIMIT:-2400}; fi
 LIMIT=${LIMIT:-1200}
 # pan's memory bound (MB) per search.
