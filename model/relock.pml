@@ -92,7 +92,9 @@
  *  -DBUG_NOSEQ -DAGAIN    release.lua without `if seq <= last then return 1`
  *                         (the seeded bug): P1 fails.
  *  -DFENCE -DCRASHES=0    P4 failed: counter tokens could repeat (a
- *                         finding, fixed; the search does not complete).
+ *                         finding, fixed; this search does not complete).
+ *  -DFENCE -DCRASHES=0 -DNOP3 -DSYMM  P1, P2 and P4 hold (exhaustive with
+ *                         compressed states and 20 GB: LARGE=1 check.sh).
  *  -DDUPS=1 -DCRASHES=0   one go-redis retry: P1-P3 hold (exhaustive). It
  *                         found that a retried acquire's first try could
  *                         land after its refused retry and take the lock
@@ -100,9 +102,9 @@
  *                         buries the call's seq, acquire.lua's refused).
  *  -DDUPS=1 -DCRASHES=0 -DBUG_NOTWICE  that fix undone: P2 fails.
  *  -DNOP3                 P3 off and its ghost out of the state (a
- *                         reduction tried for P4 and for renewal with the
- *                         crash: neither completes within 4 GB, nor P4
- *                         with -DSYMM added).
+ *                         reduction for P4 and renewal with the crash:
+ *                         neither completes within 4 GB; P4 with -DSYMM
+ *                         added completes within 20 GB compressed).
  *
  * Every node step names the script branch it stands for, every owner step
  * the Go function (package lock). The scripts and their sha256 when the
