@@ -124,20 +124,47 @@ fi
 # states, one after the other on 2026-11-27); -O3 -march=native: 7% more.
 cflags=(-O3 -march=native -DSAFETY -DMEMLIM="$MEMLIM")
 
-# build NAME SEARCH DEFINES...: generate and compile the verifier of one
-# configuration in its own directory, $work/NAME; NAME/built (or
-# NAME/failed) says when it is done.
-build() {
-	local name=$1 search=$2
-	shift 2
-	local flags=() defs=() extra=() panargs=(-w26) w f
-	for w in "$@"; do
+# config NAME: the configuration line of NAME (NAME SEARCH DEFINES...).
+config() {
+	local c words
+	for c in "${configs[@]}"; do
+		read -ra words <<<"$c"
+		if [ "${words[0]}" = "$1" ]; then
+			echo "$c"
+			return
+		fi
+	done
+}
+
+# part NAME TOOL: the DEFINES words of configuration NAME meant for TOOL,
+# one per line: spin (the plain words), cc or pan (their prefix taken off).
+part() {
+	local words w
+	read -ra words <<<"$(config "$1")"
+	for w in "${words[@]:2}"; do
 		case $w in
-		cc:*) extra+=("${w#cc:}") ;;
-		pan:*) panargs=("${w#pan:}") ;;
-		*) defs+=("$w") ;;
+		cc:* | pan:*) if [ "${w%%:*}" = "$2" ]; then echo "${w#*:}"; fi ;;
+		*) if [ "$2" = spin ]; then echo "$w"; fi ;;
 		esac
 	done
+}
+
+# defines NAME: the defines of configuration NAME for spin, on one line.
+defines() {
+	local defs
+	mapfile -t defs < <(part "$1" spin)
+	echo "${defs[@]}"
+}
+
+# build NAME SEARCH: generate and compile the verifier of one configuration
+# in its own directory, $work/NAME; NAME/built (or NAME/failed) says when
+# it is done.
+build() {
+	local name=$1 search=$2 defs extra panargs flags=() f w
+	mapfile -t defs < <(part "$name" spin)
+	mapfile -t extra < <(part "$name" cc)
+	mapfile -t panargs < <(part "$name" pan)
+	if [ ${#panargs[@]} = 0 ]; then panargs=(-w26); fi
 	for f in "${cflags[@]}"; do
 		for w in "${extra[@]}"; do
 			if [ "${f%%=*}" = "${w%%=*}" ]; then continue 2; fi
@@ -159,34 +186,12 @@ build() {
 	fi
 }
 
-# config NAME: the configuration line of NAME (NAME SEARCH DEFINES...).
-config() {
-	local c words
-	for c in "${configs[@]}"; do
-		read -ra words <<<"$c"
-		if [ "${words[0]}" = "$1" ]; then
-			echo "$c"
-			return
-		fi
-	done
-}
-
-# defines NAME: the defines of configuration NAME, for spin.
-defines() {
-	local words w out=()
-	read -ra words <<<"$(config "$1")"
-	for w in "${words[@]:2}"; do
-		case $w in cc:* | pan:*) ;; *) out+=("$w") ;; esac
-	done
-	echo "${out[@]}"
-}
-
 # Build every verifier, one after another, in the order the searches start,
 # beside them (a compile takes 10 to 13 s: 2 min for all of them).
 (
 	for name in "${order[@]}"; do
 		read -ra words <<<"$(config "$name")"
-		build "${words[@]}"
+		build "$name" "${words[1]}"
 	done
 ) &
 pids+=($!)
@@ -216,7 +221,7 @@ run() {
 # trail NAME: SPIN's counterexample of NAME as readable MSC lines.
 trail() {
 	local defs
-	read -ra defs <<<"$(defines "$1")"
+	mapfile -t defs < <(part "$1" spin)
 	(cd "$work/$1" && spin -t "${defs[@]}" relock.pml) | grep 'MSC' | sed 's/^ */     /'
 }
 
