@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # check.sh: model-check model/relock.pml with SPIN. Installs spin and gcc
 # when missing, builds the verifier of each configuration in a temporary
-# directory, runs it (nice, one at a time, each bounded by LIMIT seconds and
-# MEMLIM MB, 12000 unless set), prints states stored, depth, time and
-# memory, and fails unless
+# directory, runs it (nice, bounded by LIMIT seconds, or ALONE_LIMIT for
+# one that runs alone, and MEMLIM MB, 12000 unless set), prints states
+# stored, depth, time and memory, and fails unless
 #   delayed:    the node restarts after more than a lease (the stated
 #               assumption), no renewal: exhaustive search completed,
 #               0 errors (P1-P3);
@@ -29,23 +29,27 @@
 #               flight), no crash: exhaustive, 0 errors (P1-P3);
 #   retries-bug: the same without acquire.lua's `refused` (a refusal
 #               through a retrying client buries the call's seq): P2
-#               violated, with SPIN's trail.
-# The searches run JOBS at a time (2 unless set: one per core), longest
-# first, each taking the next one not yet taken when its last ends; the
-# reports are printed in the order above once all have ended. 3.5 min on
-# a quiet machine (5.4 one at a time, the same hour), up to three times
-# that in the machine's slow state with other work beside it. Memory: see
-# model/README.md's table (the largest search, renew-a, about 7.4 GB; two
-# at once at most 14 GB; the machine has 24 GB).
+#               violated, with SPIN's trail;
+#   fencing-bug: counter fencing tokens, no crash, drawToken counting a
+#               node that had the token already as storing it (before
+#               its fix): P4 violated, with SPIN's trail;
+#   fencing-full: counter fencing tokens, no crash, P3's ghost out
+#               (-DNOP3), -DSYMM, states compressed, 20 GB: exhaustive,
+#               0 errors (P4, with P1 and P2).
+# The searches but fencing-full run JOBS at a time (2 unless set: one per
+# core), longest first, each taking the next one not yet taken when its
+# last ends: 3.5 min on a quiet machine (5.4 one at a time, the same hour),
+# up to three times that in the machine's slow state with other work
+# beside it. Memory: see model/README.md's table (renew-a, the largest of
+# them, about 7.4 GB; two at once at most 14 GB; the machine has 24 GB).
+# fencing-full (15.4 GB) runs alone once they are done: 8 to 10 min on a
+# quiet machine. The reports are printed in the order above at the end.
+# LARGE=0 leaves fencing-full out; ONLY="NAME..." runs only the searches
+# named (ONLY=fencing-full: that one alone).
 # FINDINGS=1 also runs a search that does not complete (see
 # model/README.md), reported, not gated on:
-#   fencing:    counter tokens (P4), no crash: a repeated token before
-#               drawToken drew again (fixed; the search is not exhaustive).
-# LARGE=1 runs, instead of all the above, the search too large for CI
-# (8 to 10 min on a quiet machine and 15.4 GB, alone), which must complete
-# with 0 errors:
-#   fencing-full: counter tokens (P4), with P1 and P2, no crash, P3's
-#               ghost out (-DNOP3), -DSYMM, states compressed, 20 GB.
+#   fencing:    counter tokens (P4), no crash, without -DNOP3 -DSYMM and
+#               compression: BFS, the way the repeated token was found.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -68,18 +72,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 20 minutes (40 with LARGE=1): on a quiet machine the longest search
-# (renew-a) takes about 2 to 3 min (fencing-full 8 to 10); in the machine's
-# slow state, with a test run beside it, a 2-min search was still going
-# after 4 min (CI stopped it there on 2026-11-26).
-if [ "${LARGE:-0}" = 1 ]; then LIMIT=${LIMIT:-2400}; fi
+# Each search in the lanes is bounded by LIMIT seconds, 20 minutes: on a
+# quiet machine the longest (renew-a) takes about 2 to 3 min; in the
+# machine's slow state, with a test run beside it, a 2-min search was still
+# going after 4 min (CI stopped it there on 2026-11-26). A search that runs
+# alone by ALONE_LIMIT, 50 minutes: fencing-full takes 8 to 10 min on a
+# quiet machine, about twice that in its slow state.
 LIMIT=${LIMIT:-1200}
+ALONE_LIMIT=${ALONE_LIMIT:-3000}
 # pan's memory bound (MB) per search.
 MEMLIM=${MEMLIM:-12000}
 # How many searches run at once. Two on this 2-core machine: one at a time
 # took 105 s for two delayed searches, two at once 62 s (2026-11-27).
 JOBS=${JOBS:-2}
-if [ "${LARGE:-0}" = 1 ]; then JOBS=1; fi
 
 # The configurations, in the order they report: NAME SEARCH DEFINES... SEARCH
 # is dfs (exhaustive) or bfs (the shortest counterexample; pan's BFS
@@ -103,20 +108,37 @@ configs=(
 	# the first search of it found missing (the seeded bug).
 	"retries dfs -DDUPS=1 -DCRASHES=0"
 	"retries-bug dfs -DDUPS=1 -DCRASHES=0 -DBUG_NOTWICE"
+	# Counter fencing tokens (P4), no crash, P3's ghost out, -DSYMM: the
+	# seeded bug (a node that had the token counts as storing it, drawToken
+	# before its fix), whose violation a DFS finds in about a minute; and
+	# the exhaustive search, states compressed (it needs 15.4 GB: it runs
+	# alone, after the others). A DEFINES word cc:FLAG is given to gcc
+	# instead of spin (replacing the default of the same -DNAME), pan:FLAG
+	# to pan instead of -w26.
+	"fencing-bug dfs -DFENCE -DCRASHES=0 -DNOP3 -DSYMM -DBUG_TAKEN"
+	"fencing-full dfs -DFENCE -DCRASHES=0 -DNOP3 -DSYMM cc:-DCOLLAPSE cc:-DMEMLIM=20000 pan:-w28"
 )
 # The order the searches are built and start in: longest first (see
-# model/README.md's table), so that the lanes end close together.
-order=(renew-a retries delayed renew-b seeded-bug renew-bug retries-bug
-	short-restart progress-bug immediate progress)
+# model/README.md's table), so that the lanes end close together. Then
+# the searches that run alone, one after another, once the lanes are done.
+order=(renew-a retries delayed renew-b fencing-bug seeded-bug renew-bug
+	retries-bug short-restart progress-bug immediate progress)
+alone=(fencing-full)
 if [ "${FINDINGS:-0}" = 1 ]; then
 	configs+=("fencing bfs -DFENCE -DCRASHES=0")
 	order+=(fencing)
 fi
-# A DEFINES word cc:FLAG is given to gcc instead of spin (replacing the
-# default of the same -DNAME), pan:FLAG to pan instead of -w26.
-if [ "${LARGE:-0}" = 1 ]; then
-	configs=("fencing-full dfs -DFENCE -DCRASHES=0 -DNOP3 -DSYMM cc:-DCOLLAPSE cc:-DMEMLIM=20000 pan:-w28")
-	order=(fencing-full)
+if [ "${LARGE:-1}" = 0 ]; then alone=(); fi
+# ONLY="NAME..." keeps those searches alone (e.g. ONLY=fencing-full).
+if [ -n "${ONLY:-}" ]; then
+	keep() {
+		local n
+		for n in "$@"; do
+			if [[ " $ONLY " == *" $n "* ]]; then echo "$n"; fi
+		done
+	}
+	mapfile -t order < <(keep "${order[@]}")
+	mapfile -t alone < <(keep "${alone[@]}")
 fi
 
 # No -DCOLLAPSE: it halves the memory of a search (delayed: 3.9 against
@@ -189,17 +211,18 @@ build() {
 # Build every verifier, one after another, in the order the searches start,
 # beside them (a compile takes 10 to 13 s: 2 min for all of them).
 (
-	for name in "${order[@]}"; do
+	for name in "${order[@]}" "${alone[@]}"; do
 		read -ra words <<<"$(config "$name")"
 		build "$name" "${words[1]}"
 	done
 ) &
 pids+=($!)
 
-# run NAME: wait for the verifier of NAME and run it; pan's output is in
-# NAME.out (in $work), the lines to report are printed.
+# run NAME LIMIT: wait for the verifier of NAME and run it, for at most
+# LIMIT seconds; pan's output is in NAME.out (in $work), the lines to report
+# are printed.
 run() {
-	local name=$1 dir="$work/$1"
+	local name=$1 limit=$2 dir="$work/$1"
 	while [ ! -e "$dir/built" ] && [ ! -e "$dir/failed" ]; do sleep 0.2; done
 	if [ -e "$dir/failed" ]; then
 		cat "$dir/build.log"
@@ -209,9 +232,9 @@ run() {
 	fi
 	local start=$SECONDS rc=0 panargs
 	read -ra panargs <"$dir/panargs"
-	(cd "$dir" && nice -n 10 timeout "$LIMIT" ./pan "${panargs[@]}") >"$work/$name.out" 2>&1 || rc=$?
+	(cd "$dir" && nice -n 10 timeout "$limit" ./pan "${panargs[@]}") >"$work/$name.out" 2>&1 || rc=$?
 	if [ "$rc" = 124 ]; then
-		echo "Search not completed: stopped after $LIMIT s" >>"$work/$name.out"
+		echo "Search not completed: stopped after $limit s" >>"$work/$name.out"
 	fi
 	echo "== $name (spin -a $(defines "$name"); gcc $(cat "$dir/built"); pan ${panargs[*]}): $((SECONDS - start)) s wall"
 	grep -E "errors:|states, stored|elapsed time|total actual memory|Search not completed|max search depth too small|^pan:1:|out of memory" "$work/$name.out" |
@@ -231,7 +254,7 @@ lane() {
 	local name
 	for name in "${order[@]}"; do
 		if mkdir "$work/$name.taken" 2>/dev/null; then
-			run "$name" >"$work/$name.report"
+			run "$name" "$LIMIT" >"$work/$name.report"
 		fi
 	done
 }
@@ -243,14 +266,28 @@ for ((j = 0; j < JOBS; j++)); do
 done
 wait "${pids[@]}"
 pids=()
-echo "== all searches: $((SECONDS - began)) s wall, $JOBS at a time"
+echo "== searches in lanes: $((SECONDS - began)) s wall, $JOBS at a time"
+# The searches too large to share the machine's memory, one at a time.
+for name in "${alone[@]}"; do
+	run "$name" "$ALONE_LIMIT" >"$work/$name.report"
+done
+if [ ${#alone[@]} -gt 0 ]; then
+	echo "== all searches: $((SECONDS - began)) s wall (${alone[*]} alone, after the lanes)"
+fi
 
 fail=0
+
+# ran NAME: whether the search NAME was run (every one unless LARGE=0 or
+# ONLY leaves it out).
+ran() {
+	[[ " ${order[*]} ${alone[*]} " == *" $1 "* ]]
+}
 
 # passes NAME: report the search NAME, which must complete with 0 errors, or
 # fail (with SPIN's trail when it found one).
 passes() {
 	local name=$1 out="$work/$1.out"
+	if ! ran "$name"; then return; fi
 	cat "$work/$name.report"
 	if grep -q "^pan:1:" "$out" || ! grep -q "errors: 0" "$out"; then
 		echo "FAIL: $name did not report 0 errors; SPIN's trail:"
@@ -267,6 +304,7 @@ passes() {
 # assertion: print FOUND and SPIN's trail, or fail with MISSED.
 violated() {
 	local name=$1 found=$2 missed=$3
+	if ! ran "$name"; then return; fi
 	cat "$work/$name.report"
 	if grep -q "assertion violated" "$work/$name.out"; then
 		echo "   $found; SPIN's trail:"
@@ -277,29 +315,28 @@ violated() {
 	fi
 }
 
-if [ "${LARGE:-0}" = 1 ]; then
-	passes fencing-full
-else
-	passes delayed
-	passes renew-a
-	passes renew-b
-	passes progress
-	violated immediate "the known limit, as expected" \
-		"the immediate-restart configuration found no counterexample"
-	violated short-restart "a restart sooner than a hold's validity breaks P1, as expected" \
-		"a restart after 1 tick found no counterexample: the delayed check may be vacuous"
-	violated seeded-bug "the seeded bug is caught, as expected" \
-		"the seeded bug went unnoticed"
-	violated renew-bug "a renewal's validity counted from its reply is caught, as expected" \
-		"the seeded renewal bug went unnoticed"
-	violated progress-bug "without keeping and probing (plain Redlock), two owners livelock, as expected" \
-		"the seeded progress bug went unnoticed: the progress check may be vacuous"
-	passes retries
-	violated retries-bug "without the refusal's tombstone a retried acquire leaves a hold behind (P2), as expected" \
-		"the seeded retry bug went unnoticed: the retries check may be vacuous"
-fi
+passes delayed
+passes renew-a
+passes renew-b
+passes progress
+violated immediate "the known limit, as expected" \
+	"the immediate-restart configuration found no counterexample"
+violated short-restart "a restart sooner than a hold's validity breaks P1, as expected" \
+	"a restart after 1 tick found no counterexample: the delayed check may be vacuous"
+violated seeded-bug "the seeded bug is caught, as expected" \
+	"the seeded bug went unnoticed"
+violated renew-bug "a renewal's validity counted from its reply is caught, as expected" \
+	"the seeded renewal bug went unnoticed"
+violated progress-bug "without keeping and probing (plain Redlock), two owners livelock, as expected" \
+	"the seeded progress bug went unnoticed: the progress check may be vacuous"
+passes retries
+violated retries-bug "without the refusal's tombstone a retried acquire leaves a hold behind (P2), as expected" \
+	"the seeded retry bug went unnoticed: the retries check may be vacuous"
+violated fencing-bug "a node that had the token counted as storing it repeats a token (P4), as expected" \
+	"the seeded fencing bug went unnoticed: the fencing check may be vacuous"
+passes fencing-full
 
-if [ "${FINDINGS:-0}" = 1 ] && [ "${LARGE:-0}" != 1 ]; then
+if [ "${FINDINGS:-0}" = 1 ] && ran fencing; then
 	cat "$work/fencing.report"
 	if grep -q "assertion violated" "$work/fencing.out"; then
 		echo "   FAIL: counter tokens repeat (P4); SPIN's trail:"

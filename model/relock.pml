@@ -94,7 +94,11 @@
  *  -DFENCE -DCRASHES=0    P4 failed: counter tokens could repeat (a
  *                         finding, fixed; this search does not complete).
  *  -DFENCE -DCRASHES=0 -DNOP3 -DSYMM  P1, P2 and P4 hold (exhaustive with
- *                         compressed states and 20 GB: LARGE=1 check.sh).
+ *                         compressed states and 20 GB; check.sh runs it
+ *                         alone, after the others).
+ *  -DFENCE -DCRASHES=0 -DNOP3 -DSYMM -DBUG_TAKEN  drawToken counting a
+ *                         node that had the token as storing it (the
+ *                         finding's cause, the seeded bug): P4 fails.
  *  -DDUPS=1 -DCRASHES=0   one go-redis retry: P1-P3 hold (exhaustive). It
  *                         found that a retried acquire's first try could
  *                         land after its refused retry and take the lock
@@ -1077,6 +1081,11 @@ inline lockStep() {
 					d_step {
 						TALLY(R_TAKEN); tk = k;
 						k = k + (got[o*N] == R_OK) + (got[o*N+1] == R_OK) + (got[o*N+2] == R_OK);
+#ifdef BUG_TAKEN
+						/* the seeded bug: drawToken before the fix, a node
+						 * that had the token already counts as storing it */
+						tk = 0;
+#endif
 						again = tk > 0 && k >= Q && VALID && draws + 1 < FDRAWS;
 						if
 						:: again ->
