@@ -59,10 +59,22 @@ func TestCleanupKeepsTheNewestReleaseAndTheLatestDeadlines(t *testing.T) {
 	}
 }
 
+// dueRound takes the round due at now, which must hold one entry.
+func dueRound(t *testing.T, w *cleaner, now time.Time) []item {
+	t.Helper()
+	round, _, more := w.take(now)
+	if !more || len(round) != 1 {
+		t.Fatalf("take: %d entries, more %v; want the one entry due", len(round), more)
+	}
+	return round
+}
+
 func TestCleanupTakesWhatIsDueAndDropsWhatExpired(t *testing.T) {
 	c, w := idleCleaner()
+	c.releaseOn(testOp(3), []int{0}, time.Now().Add(time.Second))
+	// An entry is due from when it was added: now is taken after that (a
+	// loaded machine may pause longer than the look-ahead in between).
 	now := time.Now()
-	c.releaseOn(testOp(3), []int{0}, now.Add(time.Second))
 	round, _, more := w.take(now)
 	if !more || len(round) != 1 || round[0].undo == nil || round[0].undo.Op.Seq != 3 || !round[0].undo.Release {
 		t.Fatalf("take: %+v, more %v; want the release of seq 3", round, more)
@@ -82,16 +94,16 @@ func TestCleanupTakesWhatIsDueAndDropsWhatExpired(t *testing.T) {
 
 func TestCleanupSettleRetriesFailuresAndResendsUnknownNodes(t *testing.T) {
 	c, w := idleCleaner()
+	c.releaseOn(testOp(3), []int{0}, time.Now().Add(time.Minute))
 	now := time.Now()
-	c.releaseOn(testOp(3), []int{0}, now.Add(time.Minute))
-	round, _, _ := w.take(now)
+	round := dueRound(t, w, now)
 	round[0].rel = 0
 	w.settle(round, []reentrant.ChangeResult{{Err: errors.New("boom")}})
 	e := onlyEntry(t, w)
 	if !e.due.After(now) {
 		t.Fatal("a failed release must come due again after a backoff")
 	}
-	round, _, _ = w.take(e.due)
+	round = dueRound(t, w, e.due)
 	round[0].rel = 0
 	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.Released}})
 	if len(w.pending) != 0 {
@@ -100,10 +112,11 @@ func TestCleanupSettleRetriesFailuresAndResendsUnknownNodes(t *testing.T) {
 
 	// An unknown node: sent again after it got through, until its deadline.
 	c.keepReleasing(testOp(5), 0, time.Now().Add(time.Minute))
-	round, _, _ = w.take(time.Now())
+	round = dueRound(t, w, time.Now())
 	round[0].rel = 0
+	settled := time.Now() // the backoff may be as short as 5 ms: compare with before the settle
 	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.NotHeld}})
-	if e := onlyEntry(t, w); !e.due.After(time.Now()) || e.release.Seq != 5 {
+	if e := onlyEntry(t, w); !e.due.After(settled) || e.release.Seq != 5 {
 		t.Fatalf("the undo of an unknown node must be sent again later; entry %+v", e)
 	}
 }
@@ -111,7 +124,7 @@ func TestCleanupSettleRetriesFailuresAndResendsUnknownNodes(t *testing.T) {
 func TestCleanupSettleKeepsWorkMergedDuringTheRound(t *testing.T) {
 	c, w := idleCleaner()
 	c.releaseOn(testOp(3), []int{0}, time.Now().Add(time.Minute))
-	round, _, _ := w.take(time.Now())
+	round := dueRound(t, w, time.Now())
 	c.releaseOn(testOp(8), []int{0}, time.Now().Add(time.Minute)) // arrives while round is out
 	round[0].rel = 0
 	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.Released}})
