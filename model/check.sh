@@ -129,7 +129,7 @@ if [ "${FINDINGS:-0}" = 1 ]; then
 	order+=(fencing)
 fi
 if [ "${LARGE:-1}" = 0 ]; then alone=(); fi
-# ONLY="NAME..." keeps those searches alone (e.g. ONLY=fencing-full).
+# ONLY="NAME..." keeps only the searches named (ONLY=fencing-full: that one).
 if [ -n "${ONLY:-}" ]; then
 	keep() {
 		local n
