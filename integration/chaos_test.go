@@ -267,18 +267,18 @@ func judge(t *testing.T, p phase, rec *recorder, probe *stallProbe, f *faults, r
 		p.name, p.duration, p.seed, summarize(ops, holds), acquires, f.summary(), quorumErrs, inBursts, len(f.bursts),
 		statsLosses, accepted, skipped, rejected, worstLate, len(late), lossSlack, probe.worst(), famSummary, strings.Join(counts, " "), total, porcupineTook)
 
-	minHolds := 20
-	if fixture.DefaultClients() {
-		// go-redis clients at their defaults (RELOCK_TEST_CLIENTS=defaults)
-		// end a call to a faulted node only after their own timeouts (3 s
-		// read, 5 s for a new connection's handshake), whatever the ctx, and
-		// a node's pipelines stay taken until then: a fault of a second
-		// leaves its node out of quorums for several, and most attempts of
-		// a fault phase may fail (7 to 118 acquisitions seen per phase, one
-		// phase with 524 quorum errors in 569 operations; 89 to 308 with the
-		// fixture's clients). The checkers still run; only this floor,
-		// which tells a workload that never ran, is lower.
-		minHolds = 1
+	// The floor tells a workload that never ran: its workers must have
+	// called, and won, at all. How many acquisitions a fault phase allows
+	// depends on its schedule and the machine: a CI run under load had two
+	// of five nodes down for most of a phase (a stop, then a crash whose
+	// container came back slowly) and minority faults on the other three,
+	// and won 7 acquisitions in 464 first calls with no violation; go-redis
+	// clients at their defaults (RELOCK_TEST_CLIENTS=defaults), which end a
+	// call to a faulted node only after their own timeouts, won 7 to 118 per
+	// phase (89 to 308 with the fixture's clients).
+	minCalls, minHolds := 20, 1
+	if acquires < minCalls {
+		t.Errorf("only %d first acquire calls: the workload did not run", acquires)
 	}
 	if len(holds) < minHolds {
 		t.Errorf("only %d acquisitions: the workload did not run", len(holds))
