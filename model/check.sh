@@ -129,12 +129,20 @@ if [ "${FINDINGS:-0}" = 1 ]; then
 	order+=(fencing)
 fi
 if [ "${LARGE:-1}" = 0 ]; then alone=(); fi
+
+# has WORD LIST...: whether WORD is one of LIST.
+has() {
+	local w=$1
+	shift
+	[[ " $* " == *" $w "* ]]
+}
+
 # ONLY="NAME..." keeps only the searches named (ONLY=fencing-full: that one).
 if [ -n "${ONLY:-}" ]; then
 	keep() {
 		local n
 		for n in "$@"; do
-			if [[ " $ONLY " == *" $n "* ]]; then echo "$n"; fi
+			if has "$n" $ONLY; then echo "$n"; fi
 		done
 	}
 	mapfile -t order < <(keep "${order[@]}")
@@ -280,7 +288,7 @@ fail=0
 # ran NAME: whether the search NAME was run (every one unless LARGE=0 or
 # ONLY leaves it out).
 ran() {
-	[[ " ${order[*]} ${alone[*]} " == *" $1 "* ]]
+	has "$1" "${order[@]}" "${alone[@]}"
 }
 
 # passes NAME: report the search NAME, which must complete with 0 errors, or
