@@ -14,11 +14,12 @@ as_root() {
 }
 
 # apt_install installs Debian packages quietly, printing apt's output only
-# when it fails.
+# when it fails. It waits up to 5 minutes for another apt or dpkg run (an
+# unattended upgrade, a second install) to let go of dpkg's lock.
 apt_install() {
-	local out
+	local out wait=(-o DPkg::Lock::Timeout=300)
 	export DEBIAN_FRONTEND=noninteractive
-	if ! out="$(as_root apt-get update -qq 2>&1 && as_root apt-get install -y -qq --no-install-recommends "$@" 2>&1)"; then
+	if ! out="$(as_root apt-get "${wait[@]}" update -qq 2>&1 && as_root apt-get "${wait[@]}" install -y -qq --no-install-recommends "$@" 2>&1)"; then
 		echo "$out" >&2
 		echo "$(basename "$0"): could not install Debian's $*" >&2
 		return 1
