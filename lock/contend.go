@@ -177,9 +177,11 @@ type contender struct {
 	// releases instead, as keepers are.
 	tieLost bool
 
-	// recheck: the last probe met a holder on the tie-breaker just after a
-	// release woke this waiter. That release may still be on its way to
-	// the tie-breaker (its copies from the other nodes woke the waiter), so
+	// recheck: the last attempt met a holder just after a release woke
+	// this waiter: a probe, on the tie-breaker, or an attempt of a waiter
+	// the tie-breaker does not answer (tieLost), on some node. That release
+	// may still be on its way to the node (its copy from another node woke
+	// the waiter, and the copies of one release wake a process once), so
 	// the waiter looks again shortly instead of sleeping out a lease.
 	recheck bool
 }
@@ -288,7 +290,7 @@ func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Dur
 	k.abandon(c, k.yielded) // what earlier attempts kept: this one may not have reached those nodes
 	c.undo(op, a, false)
 	k.keeps = 0
-	k.recheck = k.probe && woken && !won
+	k.recheck = woken && !won && (k.probe || k.tieLost)
 	// Probe next time only if another owner holds the tie-breaker: it, or
 	// whoever wins it, goes on, and this waiter sleeps until a release.
 	k.probe = k.enabled && tie.err == nil && !tie.value.Acquired && !tie.value.Stale && !tie.value.Missing
