@@ -227,8 +227,13 @@ func TestWatchdogScalesToThousandsOfLocks(t *testing.T) {
 // the Client, a ctx for the test, the handles, and the goroutine count
 // before locking.
 func holdMany(t *testing.T, prefix string, n int) (*lock.Client, context.Context, []*lock.Mutex, int) {
+	return holdManyFor(t, prefix, n, 3*time.Second)
+}
+
+// holdManyFor is holdMany with the lease given (NodeTimeout a twelfth of it).
+func holdManyFor(t *testing.T, prefix string, n int, lease time.Duration) (*lock.Client, context.Context, []*lock.Mutex, int) {
 	reset(t)
-	c := newLockClient(t, 3, lock.Options{Lease: 3 * time.Second, NodeTimeout: 250 * time.Millisecond})
+	c := newLockClient(t, 3, lock.Options{Lease: lease, NodeTimeout: lease / 12})
 	ctx := ctxFor(t, 60*time.Second)
 	base := fixture.NumGoroutine()
 	return c, ctx, lockMany(t, ctx, c, prefix, n), base
@@ -338,12 +343,15 @@ func notRenewed(tb testing.TB, ctx context.Context, prefix string, mutexes []*lo
 // renewals, and the repairs cost no goroutine per lock.
 func TestRepairOfThousandsOfLocksIsBounded(t *testing.T) {
 	const locks = 2000
-	_, ctx, mutexes, base := holdMany(t, "repair-many", locks)
+	// A 6 s lease: with node 2 flushed, every renewal needs both other
+	// nodes to answer 2,000 renewals within NodeTimeout, and a CI run
+	// beside a race test lost a lock with a 3 s lease and 250 ms timeout.
+	_, ctx, mutexes, base := holdManyFor(t, "repair-many", locks, 6*time.Second)
 
 	stop := goroutinePeak()
 	require.NoError(t, cluster.Nodes[2].Direct().FlushAll(ctx).Err())
-	// Two ticks of 1 s repair every lock on a quiet machine; a loaded one
-	// may need a few more, within the holds' 3 s lease, which the
+	// Two ticks of 2 s repair every lock on a quiet machine; a loaded one
+	// may need a few more, within the holds' 6 s lease, which the
 	// survivors keep renewing (a loss fails at once).
 	flushed := time.Now()
 	why := "not checked"
