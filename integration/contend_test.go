@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/integration/fixture"
 	"github.com/relock-go/relock/internal/abtest"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/pubsub"
@@ -457,13 +458,7 @@ func testWaiterCutOffFromTheTieBreaker(t *testing.T) {
 	holder := newLockClient(t, 3, lock.Options{}).NewMutex(name)
 	require.NoError(t, holder.Lock(ctx)) // 30 s lease, renewed
 
-	links, err := c.NewLinks()
-	require.NoError(t, err)
-	require.NoError(t, links[tie].Partition())
-	waiterClient := newLockClientOver(t, linkClients(links[:3]), lock.Options{NodeTimeout: 200 * time.Millisecond})
-	waiter := waiterClient.NewMutex(name)
-	got := lockInBackground(t, ctx, waiter, "waiter")
-	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+	waiter, got, heal := cutOffWaiter(t, ctx, c, name, tie)
 
 	released := time.Now()
 	require.NoError(t, holder.Unlock(ctx))
@@ -474,7 +469,76 @@ func testWaiterCutOffFromTheTieBreaker(t *testing.T) {
 		t.Fatal("the waiter cut off from the tie-breaker slept on after the release")
 	}
 	require.NoError(t, waiter.Unlock(ctx))
-	require.NoError(t, links[tie].Heal())
+	heal()
+}
+
+// cutOffWaiter starts a Lock of name over links to the first 3 nodes of c
+// that cut it off from node tie, and returns once it sleeps, with the
+// channel its success is sent on, and heal, which restores the link.
+func cutOffWaiter(t *testing.T, ctx context.Context, c *fixture.Cluster, name string, tie int) (*lock.Mutex, <-chan time.Time, func()) {
+	t.Helper()
+	links, err := c.NewLinks()
+	require.NoError(t, err)
+	require.NoError(t, links[tie].Partition())
+	waiterClient := newLockClientOver(t, linkClients(links[:3]), lock.Options{NodeTimeout: 200 * time.Millisecond})
+	waiter := waiterClient.NewMutex(name)
+	got := lockInBackground(t, ctx, waiter, "waiter")
+	require.Eventually(t, func() bool { return waiterClient.Stats().Sleeping == 1 }, 10*time.Second, time.Millisecond)
+	return waiter, got, func() { require.NoError(t, links[tie].Heal()) }
+}
+
+// TestCutOffWaiterLooksAgainWhileTheReleaseIsOnItsWay: a waiter cut off
+// from the lock's tie-breaker is woken by the first copy of a release, from
+// a node the release reached first; the holder's release to another node is
+// still on its way (its link delays requests by 600 ms), so the waiter's
+// attempt meets the holder there. The copies of one release wake a process
+// once (within pubsub's DedupWindow, 1 s), and no hand-off names a waiter
+// outside the queue, so it must look again, as often as it takes, rather
+// than sleep out the holder's 30 s lease. Looking once after the wake, it
+// slept 29 s here; looking again with doubling delays, it took the lock
+// 0.93 s after the release.
+func TestCutOffWaiterLooksAgainWhileTheReleaseIsOnItsWay(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 60*time.Second)
+	const name = "cut-off-slow-release"
+	tie := tieBreakerOf(t, name, 3)
+	slow := (tie + 1) % 3
+
+	holderLinks, err := c.NewLinks()
+	require.NoError(t, err)
+	holderNodes := make([]redis.UniversalClient, 3)
+	for i, l := range holderLinks[:3] {
+		// The delayed release must land, not time out: the holder's
+		// connections are open already (a new one's handshake would pay
+		// the delay per round trip) and wait 5 s for an answer (the Client 2 s).
+		cl := l.NewClient(func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 5*time.Second, 5*time.Second })
+		require.NoError(t, l.Warm(ctx, 4))
+		holderNodes[i] = cl
+	}
+	holderClient := newLockClientOver(t, holderNodes, lock.Options{NodeTimeout: 2 * time.Second})
+	warmUp := holderClient.NewMutex(name + "-warm-up") // loads the scripts: the release is one round trip
+	require.NoError(t, warmUp.Lock(ctx))
+	require.NoError(t, warmUp.Unlock(ctx))
+	holder := holderClient.NewMutex(name)
+	require.NoError(t, holder.Lock(ctx)) // 30 s lease, renewed
+
+	waiter, got, heal := cutOffWaiter(t, ctx, c, name, tie)
+
+	const delay = 600 * time.Millisecond
+	require.NoError(t, holderLinks[slow].DelayRequests(delay))
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	select {
+	case at := <-got:
+		took := at.Sub(released)
+		t.Logf("the cut-off waiter got the lock %v after the release (its copy to node %d took %v)", took, slow, delay)
+		require.GreaterOrEqual(t, took, delay, "the waiter got the lock before the holder's release reached node %d", slow)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiter cut off from the tie-breaker slept on after the release reached every node")
+	}
+	require.NoError(t, waiter.Unlock(ctx))
+	heal()
+	require.NoError(t, holderLinks[slow].Heal())
 }
 
 // scriptCalls is how many scripts node i has run (EVALSHA and EVAL).

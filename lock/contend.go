@@ -177,14 +177,24 @@ type contender struct {
 	// releases instead, as keepers are.
 	tieLost bool
 
-	// recheck: the last attempt met a holder just after a release woke
-	// this waiter: a probe, on the tie-breaker, or an attempt of a waiter
-	// the tie-breaker does not answer (tieLost), on some node. That release
-	// may still be on its way to the node (its copy from another node woke
-	// the waiter, and the copies of one release wake a process once), so
-	// the waiter looks again shortly instead of sleeping out a lease.
-	recheck bool
+	// rechecks: how many times in a row the waiter has looked again
+	// shortly, rather than sleep out the holder's lease, after an attempt
+	// that met a holder just after a release woke it (0: it sleeps as
+	// usual). A probe that meets a holder on the tie-breaker looks once:
+	// the tie-breaker's own release, if still on its way, hands the lock
+	// off. A waiter the tie-breaker does not answer (tieLost) hears no
+	// hand-off, and the copies of one release wake a process once, so a
+	// release still on its way to one of the other nodes (a slow link, a
+	// loaded holder) would find it asleep: it looks again up to
+	// maxRechecks times, each delay twice the last.
+	rechecks int
 }
+
+// maxRechecks bounds a tie-lost waiter's looks after a wake: the delays add
+// up to 127 retry delays (2.5 s with the default), and the last is 64, the
+// longest a keeper waits between looks. A release slower than that still
+// reaches the waiter at the holder's lease end, as before.
+const maxRechecks = 7
 
 func newContender(c *Client, key reentrant.Key, wait, fair bool) *contender {
 	k := &contender{
@@ -290,7 +300,16 @@ func (k *contender) settle(c *Client, op reentrant.Op, a attempt, lease time.Dur
 	k.abandon(c, k.yielded) // what earlier attempts kept: this one may not have reached those nodes
 	c.undo(op, a, false)
 	k.keeps = 0
-	k.recheck = woken && !won && (k.probe || k.tieLost)
+	switch {
+	case won:
+		k.rechecks = 0
+	case woken && (k.probe || k.tieLost):
+		k.rechecks = 1
+	case k.rechecks > 0 && k.rechecks < maxRechecks && k.tieLost:
+		k.rechecks++
+	default:
+		k.rechecks = 0
+	}
 	// Probe next time only if another owner holds the tie-breaker: it, or
 	// whoever wins it, goes on, and this waiter sleeps until a release.
 	k.probe = k.enabled && tie.err == nil && !tie.value.Acquired && !tie.value.Stale && !tie.value.Missing
@@ -329,8 +348,8 @@ func (k *contender) sleep(a attempt, retryDelay time.Duration) time.Duration {
 	switch {
 	case k.keeping:
 		return min(d, backoff.Jitter(retryDelay<<min(k.keeps-1, 6)))
-	case k.recheck:
-		return min(d, backoff.Jitter(retryDelay))
+	case k.rechecks > 0:
+		return min(d, backoff.Jitter(retryDelay<<(k.rechecks-1)))
 	}
 	return d
 }
@@ -398,7 +417,7 @@ func (k *contender) slept() { k.expect = reentrant.ExpectFree }
 // expects the lock handed off to it there (the hold's caller records that
 // the release took it out of the queue there).
 func (k *contender) handedOff() {
-	k.probe, k.recheck, k.handOff = false, false, true
+	k.probe, k.rechecks, k.handOff = false, 0, true
 	k.expect = reentrant.ExpectHandOff
 }
 
