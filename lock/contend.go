@@ -98,6 +98,11 @@ import (
 // processes that disagree on the node order cannot block each other for
 // longer). A tie-breaker that is down or does not answer makes everyone
 // fall back to 1: plain Redlock attempts, which still win, less cheaply.
+// A waiter it does not answer is not in the queue, so no hand-off names it:
+// the other nodes' releases wake it, as they wake keepers, and when the
+// attempt a wake led to meets a holder (the release is still on its way to
+// some node, and its later copies wake no one) it looks again with doubling
+// delays (see contender.rechecks) rather than sleep out the holder's lease.
 
 // wakeOn is how the release op that frees its lock on node announces it:
 // a hand-off from the tie-breaker, a copy for keepers from the others (see
