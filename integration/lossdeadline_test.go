@@ -55,3 +55,46 @@ func TestLossDeadlineForgivesStarvationOnly(t *testing.T) {
 	require.Zero(t, v)
 	require.Equal(t, 1, l)
 }
+
+// TestThreadWaitedForTakesTheLongestWaitOfOneThread: the window runs from
+// the last sample at or before its start to the first at or after its end,
+// and a thread seen in only one of the two counts for nothing.
+func TestThreadWaitedForTakesTheLongestWaitOfOneThread(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	p := &stallProbe{threads: []threadWaits{
+		{at: ms(0), waits: map[int]time.Duration{1: ms(0), 2: ms(0)}},
+		{at: ms(10), waits: map[int]time.Duration{1: ms(5), 2: ms(10)}},
+		{at: ms(20), waits: map[int]time.Duration{1: ms(6), 2: ms(30)}},
+		{at: ms(30), waits: map[int]time.Duration{1: ms(10), 2: ms(50), 3: ms(90)}},
+		{at: ms(40), waits: map[int]time.Duration{1: ms(70), 2: ms(50), 3: ms(95)}},
+	}}
+	require.Equal(t, ms(40), p.threadWaitedFor(ms(12), ms(25))) // thread 2, 10 to 50 ms
+	require.Equal(t, ms(60), p.threadWaitedFor(ms(30), ms(35))) // thread 1, 10 to 70 ms; thread 3 5 ms
+	require.Equal(t, ms(70), p.threadWaitedFor(ms(-5), ms(99))) // thread 1, the whole run
+	require.Zero(t, (&stallProbe{}).threadWaitedFor(ms(0), ms(10)))
+}
+
+// TestLossDeadlineForgivesAThreadKeptOffACPU: a loss signal 160 ms late
+// with an 81 ms stall is a violation (2 s lease: 22 + 25 + 81 = 128 ms
+// forgiven), unless one thread of the process waited for a CPU long enough
+// to make up the rest.
+func TestLossDeadlineForgivesAThreadKeptOffACPU(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	const valid = 10 * time.Second
+	hold := &holdRecord{name: "n", handle: 1, call: "Lock", lease: 2 * time.Second,
+		lost: true, lostAt: valid + ms(160), validAtLoss: valid, validAtLossOK: true}
+	stalled := []stall{{due: valid - ms(90), woke: valid - ms(9)}} // 81 ms
+	waited := func(d time.Duration) []threadWaits {
+		return []threadWaits{
+			{at: valid - ms(200), waits: map[int]time.Duration{7: ms(100)}},
+			{at: valid + ms(200), waits: map[int]time.Duration{7: ms(100) + d}},
+		}
+	}
+	for _, c := range []struct {
+		waited     time.Duration
+		violations int
+	}{{0, 1}, {ms(30), 1}, {ms(32), 0}, {ms(60), 0}} {
+		v, _, _ := checkLossDeadlines([]*holdRecord{hold}, lossSlack, lossHardSlack, &stallProbe{stalls: stalled, threads: waited(c.waited)})
+		require.Len(t, v, c.violations, "a thread waited %v", c.waited)
+	}
+}
