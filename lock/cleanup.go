@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -23,6 +24,11 @@ type cleaner struct {
 	mu      sync.Mutex
 	pending map[cleanupKey]*cleanup
 	running bool // a drainer goroutine is on the queue
+
+	// timedOut counts the rounds in a row that ran out of time; each one
+	// doubles the next round's timeout (see roundTimeout). Only the
+	// drainer goroutine touches it.
+	timedOut int
 }
 
 // cleanupKey names one owner's hold of one lock, of one kind: an owner's
@@ -84,6 +90,41 @@ func newCleaner(c *Client, node int) *cleaner {
 func (c *Client) callTimeout(node int) time.Duration {
 	d, _ := c.waits.wait(node, kindRelease, c.opts.Lease)
 	return d
+}
+
+// maxCleanupDoublings bounds how often a cleaner doubles its round timeout
+// (and keeps the shift in range); the lease's tenth caps it first.
+const maxCleanupDoublings = 8
+
+// roundTimeout bounds the drainer's next round trip: the node's release
+// timeout, doubled for each round in a row that ran out of time, up to a
+// tenth of the lease (never below the release timeout itself). Nobody
+// waits for a clean-up, and a round that always times out never lands: a
+// link slower than a fixed NodeTimeout's release wait (or a reconnect that
+// pays the link's delay more than once) would leave each undone attempt
+// and each Unlock's missing node held until its lease ran out.
+func (w *cleaner) roundTimeout() time.Duration {
+	base := w.c.callTimeout(w.node)
+	return min(base<<min(w.timedOut, maxCleanupDoublings), max(base, w.c.opts.Lease/10))
+}
+
+// noteRound counts a round that ran out of time (every change that was
+// sent failed with a timeout), and starts over after one that got an
+// answer.
+func (w *cleaner) noteRound(results []reentrant.ChangeResult) {
+	timedOut := false
+	for _, r := range results {
+		switch {
+		case r.Err == nil:
+			w.timedOut = 0
+			return
+		case errors.Is(asNodeTimeout(r.Err), ErrNodeTimeout):
+			timedOut = true
+		}
+	}
+	if timedOut {
+		w.timedOut++
+	}
 }
 
 // setBack undoes the acquire op on the given nodes, which took it: one

@@ -71,6 +71,7 @@ func (w *cleaner) drain(ctx context.Context) {
 			return
 		case len(round) > 0:
 			results := w.send(ctx, round)
+			w.noteRound(results)
 			w.c.noteCleanupErrors(w.node, results)
 			w.settle(round, results)
 			continue
@@ -145,7 +146,7 @@ func (w *cleaner) send(ctx context.Context, round []item) []reentrant.ChangeResu
 	if len(changes) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.c.callTimeout(w.node))
+	ctx, cancel := context.WithTimeout(ctx, w.roundTimeout())
 	defer cancel()
 	return w.c.nodes[w.node].Apply(ctx, changes)
 }

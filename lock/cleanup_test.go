@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -243,5 +244,42 @@ func TestCleanupSendsEveryReleaseOnceEvenPastItsDeadline(t *testing.T) {
 	w.settle(round, []reentrant.ChangeResult{{Err: errors.New("boom")}})
 	if round, _, _ = w.take(time.Now().Add(time.Hour)); len(round) != 0 || len(w.pending) != 0 {
 		t.Fatal("past its deadline a failed release is not retried")
+	}
+}
+
+// A round that runs out of time doubles the next one's timeout, up to a
+// tenth of the lease; an answer starts over from the release timeout; a
+// round that failed otherwise (the node refused the connection, the
+// Client closed) changes nothing.
+func TestCleanupRoundTimeoutDoublesAfterTimeoutsOnly(t *testing.T) {
+	c, w := idleCleaner()
+	c.opts = Options{NodeTimeout: 100 * time.Millisecond, Lease: 30 * time.Second}
+	c.waits = newNodeWaits(c.opts)
+	timedOut := []reentrant.ChangeResult{{Err: context.DeadlineExceeded}}
+	refused := []reentrant.ChangeResult{{Err: errors.New("dial tcp: connection refused")}}
+	answered := []reentrant.ChangeResult{{Err: context.DeadlineExceeded}, {}}
+
+	want := []time.Duration{400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, 3 * time.Second, 3 * time.Second}
+	for i, d := range want {
+		if got := w.roundTimeout(); got != d {
+			t.Fatalf("after %d rounds timed out: round timeout %v; want %v", i, got, d)
+		}
+		w.noteRound(timedOut)
+	}
+	w.noteRound(refused)
+	if got := w.roundTimeout(); got != 3*time.Second {
+		t.Fatalf("after a refused round: %v; want it unchanged, 3s", got)
+	}
+	w.noteRound(answered)
+	if got := w.roundTimeout(); got != 400*time.Millisecond {
+		t.Fatalf("after a round with an answer: %v; want the release timeout, 400ms", got)
+	}
+
+	// A release timeout above a tenth of the lease is never cut.
+	c.opts = Options{NodeTimeout: time.Second, Lease: 10 * time.Second}
+	c.waits = newNodeWaits(c.opts)
+	w.noteRound(timedOut)
+	if got := w.roundTimeout(); got != 4*time.Second {
+		t.Fatalf("release timeout 4s, lease 10s: %v; want 4s", got)
 	}
 }
