@@ -763,3 +763,92 @@ func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 	require.Equal(t, beforeCheap, commandCalls(t, 0, "exists", "hlen"), "no EXISTS, no HLEN")
 	require.Equal(t, before+2, commandCalls(t, 0, "exists", "hlen", "hmget", "pttl"), "HMGET and PTTL")
 }
+
+// tripRecorder is a go-redis hook that records each round trip a client
+// makes (a command, or a pipeline) as the names of the commands it carried,
+// except a new connection's HELLO.
+type tripRecorder struct {
+	mu    sync.Mutex
+	trips [][]string
+}
+
+func (r *tripRecorder) record(cmds ...redis.Cmder) {
+	if len(cmds) == 1 && cmds[0].Name() == "hello" {
+		return
+	}
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.Name()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.trips = append(r.trips, names)
+}
+
+func (r *tripRecorder) take() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.trips
+	r.trips = nil
+	return out
+}
+
+func (r *tripRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *tripRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (r *tripRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.record(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+// TestReentrantScriptFlushCostsOneRoundTrip: a node that lost its scripts
+// (SCRIPT FLUSH, as after a restart) costs one round trip more, not two: a
+// call that met NOSCRIPT goes again with the script's source (EVAL caches
+// it), not by SHA once more; in a batch only the first call of each script
+// carries the source, the others go by SHA behind it, in the same trip.
+func TestReentrantScriptFlushCostsOneRoundTrip(t *testing.T) {
+	c := reset(t)
+	ctx := t.Context()
+	rec := &tripRecorder{}
+	client := c.Nodes[0].Link().NewClient()
+	client.AddHook(rec)
+	node := reentrant.NewNode(client, 0)
+	direct := c.Nodes[0].Direct()
+	a, b := mustKey(t, "flush-trips-a"), mustKey(t, "flush-trips-b")
+	var alice, bob int64
+
+	require.NoError(t, direct.ScriptFlush(ctx).Err())
+	got, err := node.Acquire(ctx, opFor(a, "c:alice", 1, &alice))
+	require.NoError(t, err)
+	require.True(t, got.Acquired)
+	require.Equal(t, [][]string{{"evalsha"}, {"eval"}}, rec.take(), "a lone call: NOSCRIPT, then the source")
+
+	require.NoError(t, direct.ScriptFlush(ctx).Err())
+	results := node.Apply(ctx, []reentrant.Change{
+		{Op: opFor(b, "c:bob", 1, &bob)},
+		{Op: opFor(b, "c:bob", 2, &bob)},
+		{Op: opFor(a, "c:alice", 0, &alice), Release: true, ReleaseID: "r1"},
+	})
+	for i, r := range results {
+		require.NoError(t, r.Err, "change %d", i)
+	}
+	require.Equal(t, [][]string{{"evalsha", "evalsha", "evalsha"}, {"eval", "evalsha", "eval"}}, rec.take(),
+		"a batch: NOSCRIPT for all, then each script's source once, in one trip")
+	require.True(t, results[0].Acquisition.Acquired)
+	require.Equal(t, reentrant.Acquisition{Acquired: true, Count: 2}, results[1].Acquisition)
+	require.Equal(t, reentrant.Released, results[2].Released)
+
+	require.NoError(t, direct.ScriptFlush(ctx).Err())
+	renewed := node.RenewAll(ctx, []reentrant.Op{opFor(b, "c:bob", 2, &bob)})
+	require.NoError(t, renewed[0].Err)
+	require.True(t, renewed[0].Held)
+	require.Equal(t, [][]string{{"evalsha"}, {"eval"}}, rec.take(), "a renewal batch of one")
+}

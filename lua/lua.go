@@ -245,7 +245,7 @@ func (s *Script) Source() string { return s.source }
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	cmd := c.EvalSha(ctx, s.sha, keys, args...)
 	if IsNoScript(cmd.Err()) {
-		return c.Eval(ctx, s.source, keys, args...)
+		return s.RunSource(ctx, c, keys, args...)
 	}
 	return cmd
 }
@@ -255,6 +255,13 @@ func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args 
 // Load, and send the failed commands again.
 func (s *Script) RunSHA(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	return c.EvalSha(ctx, s.sha, keys, args...)
+}
+
+// RunSource runs the script on c by its source (EVAL), which also caches
+// it there: the call to make after a node answered NOSCRIPT, without asking
+// by SHA again.
+func (s *Script) RunSource(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return c.Eval(ctx, s.source, keys, args...)
 }
 
 // Load puts the script into c's script cache.

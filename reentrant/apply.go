@@ -177,40 +177,99 @@ type scriptCall struct {
 
 // runPipelined sends calls in one pipelined round trip and returns their
 // replies in order. The calls a node answered NOSCRIPT to (it lost its
-// script cache) are sent again, after loading their scripts, in a second
-// round trip; a failed load is the reply of those calls.
+// script cache) are sent again in one more round trip (see sendAgain); those
+// that meet NOSCRIPT even then have their scripts loaded and go once more;
+// a failed load is the reply of those calls.
 func runPipelined(ctx context.Context, rdb redis.UniversalClient, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
-	pending := make([]int, len(calls))
-	for i := range pending {
-		pending[i] = i
-	}
-	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
-		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, i := range pending {
-				cmds[i] = calls[i].script.RunSHA(ctx, p, calls[i].keys, calls[i].args...)
-			}
-			return nil
-		})
-		var missing []int
-		loaded := map[*lua.Script]error{}
-		for _, i := range pending {
-			if attempt > 0 || !lua.IsNoScript(cmds[i].Err()) {
-				continue
-			}
-			s := calls[i].script
-			if _, done := loaded[s]; !done {
-				loaded[s] = s.Load(ctx, rdb)
-			}
-			if err := loaded[s]; err != nil {
-				cmds[i].SetErr(err)
-				continue
-			}
-			missing = append(missing, i)
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range calls {
+			cmds[i] = c.script.RunSHA(ctx, p, c.keys, c.args...)
 		}
-		pending = missing
+		return nil
+	})
+	missing := noScript(cmds, nil)
+	if len(missing) == 0 {
+		return cmds
 	}
+	again := make([]scriptCall, len(missing))
+	for j, i := range missing {
+		again[j] = calls[i]
+	}
+	for j, cmd := range sendAgain(ctx, rdb, again) {
+		cmds[missing[j]] = cmd
+	}
+	missing = noScript(cmds, missing)
+	if len(missing) == 0 {
+		return cmds
+	}
+	loaded := map[*lua.Script]error{}
+	var pending []int
+	for _, i := range missing {
+		s := calls[i].script
+		if _, done := loaded[s]; !done {
+			loaded[s] = s.Load(ctx, rdb) // a cluster client loads it on every master
+		}
+		if err := loaded[s]; err != nil {
+			cmds[i].SetErr(err)
+			continue
+		}
+		pending = append(pending, i)
+	}
+	if len(pending) == 0 {
+		return cmds
+	}
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, i := range pending {
+			cmds[i] = calls[i].script.RunSHA(ctx, p, calls[i].keys, calls[i].args...)
+		}
+		return nil
+	})
 	return cmds
+}
+
+// sendAgain sends calls that a node answered NOSCRIPT to once more, in one
+// pipelined round trip: the first call of each script with its source
+// (EVAL, which caches the script there), the others by SHA behind it, so
+// the source goes once per script, not once per call. It returns their
+// replies in order. Through a client whose pipeline reaches several nodes
+// (a cluster's), a call on a node that did not get the source meets
+// NOSCRIPT again, and keeps that reply.
+func sendAgain(ctx context.Context, rdb redis.UniversalClient, calls []scriptCall) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	sourced := make(map[*lua.Script]bool, 1)
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range calls {
+			if sourced[c.script] {
+				cmds[i] = c.script.RunSHA(ctx, p, c.keys, c.args...)
+				continue
+			}
+			sourced[c.script] = true
+			cmds[i] = c.script.RunSource(ctx, p, c.keys, c.args...)
+		}
+		return nil
+	})
+	return cmds
+}
+
+// noScript returns the indexes of cmds (among among, or all when nil) whose
+// reply is NOSCRIPT.
+func noScript(cmds []*redis.Cmd, among []int) []int {
+	var out []int
+	if among == nil {
+		for i, cmd := range cmds {
+			if lua.IsNoScript(cmd.Err()) {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	for _, i := range among {
+		if lua.IsNoScript(cmds[i].Err()) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // prepared is what the copies of a prepared Op share (see Op.Prepare): its

@@ -264,8 +264,8 @@ func (p *pipeliner) withdraw(c *call) bool {
 	return true
 }
 
-// send runs one batch: one round trip, plus a second one with the full
-// source for the calls a node answered NOSCRIPT to.
+// send runs one batch: one round trip, plus one more for the calls a node
+// answered NOSCRIPT to (see sendAgain).
 func (p *pipeliner) send(batch []*call) {
 	if len(batch) == 1 {
 		p.sendOne(batch[0])
@@ -280,11 +280,34 @@ func (p *pipeliner) send(batch []*call) {
 		}
 		return nil
 	})
+	p.sendAgain(ctx, batch)
+	for _, c := range batch {
+		p.finish(c)
+	}
+}
+
+// sendAgain sends the calls of batch that the node answered NOSCRIPT to
+// once more, in one round trip (see the function sendAgain); a call that
+// meets NOSCRIPT even then goes alone with its source.
+func (p *pipeliner) sendAgain(ctx context.Context, batch []*call) {
+	var missing []*call
 	for _, c := range batch {
 		if lua.IsNoScript(c.cmd.Err()) {
-			c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
+			missing = append(missing, c)
 		}
-		p.finish(c)
+	}
+	if len(missing) == 0 {
+		return
+	}
+	again := make([]scriptCall, len(missing))
+	for i, c := range missing {
+		again[i] = scriptCall{script: c.script, keys: c.keys, args: c.args}
+	}
+	for i, cmd := range sendAgain(ctx, p.rdb, again) {
+		missing[i].cmd = cmd
+		if lua.IsNoScript(cmd.Err()) {
+			missing[i].cmd = missing[i].script.RunSource(ctx, p.rdb, missing[i].keys, missing[i].args...)
+		}
 	}
 }
 
@@ -296,7 +319,7 @@ func (p *pipeliner) sendOne(c *call) {
 	defer cancel()
 	c.cmd = c.runSHA(ctx, p.rdb)
 	if lua.IsNoScript(c.cmd.Err()) {
-		c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
+		c.cmd = c.script.RunSource(ctx, p.rdb, c.keys, c.args...)
 	}
 	p.finish(c)
 }

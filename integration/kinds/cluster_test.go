@@ -344,3 +344,32 @@ func TestClusterReshardingKeepsLock(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "the lock ends free")
 }
+
+// A batch of calls on locks served by every master of a cluster, after each
+// master lost its scripts (SCRIPT FLUSH, as after restarts): the call sent
+// with a script's source reaches one master, and the calls by SHA behind it
+// on the others meet NOSCRIPT again; they are loaded and sent once more, so
+// every call of the batch succeeds.
+func TestClusterBatchAfterScriptFlush(t *testing.T) {
+	resetCluster(t)
+	ctx := testCtx(t, 30*time.Second)
+	node := reentrant.NewNode(newClusterClient(t), 0)
+	names := namesOnEveryMaster(ctx, t, "kinds-flush")
+	var changes []reentrant.Change
+	for i, name := range names {
+		key, err := reentrant.NewKey("", name)
+		require.NoError(t, err)
+		op := reentrant.Op{Key: key, Owner: "c:o", Lease: 10 * time.Second, Count: 1, Seq: int64(i + 1)}
+		changes = append(changes, reentrant.Change{Op: op})
+	}
+	for _, n := range rcluster.Nodes {
+		require.NoError(t, n.Direct().ScriptFlush(ctx).Err())
+	}
+	for i, r := range node.Apply(ctx, changes) {
+		require.NoError(t, r.Err, "lock %q", names[i])
+		require.True(t, r.Acquisition.Acquired, "lock %q", names[i])
+	}
+	for i, name := range names {
+		require.EqualValues(t, 1, holdCount(ctx, t, rcluster.Nodes[i].Direct(), name, "c:o"), "lock %q on its master", name)
+	}
+}
