@@ -176,10 +176,8 @@ type scriptCall struct {
 }
 
 // runPipelined sends calls in one pipelined round trip and returns their
-// replies in order. The calls a node answered NOSCRIPT to (it lost its
-// script cache) are sent again in one more round trip (see sendAgain); those
-// that meet NOSCRIPT even then have their scripts loaded and go once more;
-// a failed load is the reply of those calls.
+// replies in order; the calls a node answered NOSCRIPT to (it lost its
+// script cache) go again (see recoverNoScript).
 func runPipelined(ctx context.Context, rdb redis.UniversalClient, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
 	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -188,58 +186,28 @@ func runPipelined(ctx context.Context, rdb redis.UniversalClient, calls []script
 		}
 		return nil
 	})
-	missing := noScript(cmds, nil)
-	if len(missing) == 0 {
-		return cmds
-	}
-	again := make([]scriptCall, len(missing))
-	for j, i := range missing {
-		again[j] = calls[i]
-	}
-	for j, cmd := range sendAgain(ctx, rdb, again) {
-		cmds[missing[j]] = cmd
-	}
-	missing = noScript(cmds, missing)
-	if len(missing) == 0 {
-		return cmds
-	}
-	loaded := map[*lua.Script]error{}
-	var pending []int
-	for _, i := range missing {
-		s := calls[i].script
-		if _, done := loaded[s]; !done {
-			loaded[s] = s.Load(ctx, rdb) // a cluster client loads it on every master
-		}
-		if err := loaded[s]; err != nil {
-			cmds[i].SetErr(err)
-			continue
-		}
-		pending = append(pending, i)
-	}
-	if len(pending) == 0 {
-		return cmds
-	}
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, i := range pending {
-			cmds[i] = calls[i].script.RunSHA(ctx, p, calls[i].keys, calls[i].args...)
-		}
-		return nil
-	})
+	recoverNoScript(ctx, rdb, calls, cmds)
 	return cmds
 }
 
-// sendAgain sends calls that a node answered NOSCRIPT to once more, in one
-// pipelined round trip: the first call of each script with its source
-// (EVAL, which caches the script there), the others by SHA behind it, so
-// the source goes once per script, not once per call. It returns their
-// replies in order. Through a client whose pipeline reaches several nodes
-// (a cluster's), a call on a node that did not get the source meets
-// NOSCRIPT again, and keeps that reply.
-func sendAgain(ctx context.Context, rdb redis.UniversalClient, calls []scriptCall) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, len(calls))
+// recoverNoScript sends again the calls whose reply in cmds is NOSCRIPT, and
+// puts their new replies in its place: in one pipelined round trip, the
+// first call of each script with its source (EVAL, which caches the script
+// there) and the others by SHA behind it, so the source goes once per
+// script, not once per call. Through a client whose pipeline reaches
+// several nodes (a cluster's), a call on a node that did not get the source
+// meets NOSCRIPT again: those scripts are loaded (a cluster client loads
+// them on every master) and those calls go once more; a failed load is the
+// reply of its calls.
+func recoverNoScript(ctx context.Context, rdb redis.UniversalClient, calls []scriptCall, cmds []*redis.Cmd) {
+	missing := noScript(cmds, nil)
+	if len(missing) == 0 {
+		return
+	}
 	sourced := make(map[*lua.Script]bool, 1)
 	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, c := range calls {
+		for _, i := range missing {
+			c := calls[i]
 			if sourced[c.script] {
 				cmds[i] = c.script.RunSHA(ctx, p, c.keys, c.args...)
 				continue
@@ -249,7 +217,32 @@ func sendAgain(ctx context.Context, rdb redis.UniversalClient, calls []scriptCal
 		}
 		return nil
 	})
-	return cmds
+	missing = noScript(cmds, missing)
+	if len(missing) == 0 {
+		return
+	}
+	loaded := map[*lua.Script]error{}
+	var pending []int
+	for _, i := range missing {
+		s := calls[i].script
+		if _, done := loaded[s]; !done {
+			loaded[s] = s.Load(ctx, rdb)
+		}
+		if err := loaded[s]; err != nil {
+			cmds[i].SetErr(err)
+			continue
+		}
+		pending = append(pending, i)
+	}
+	if len(pending) == 0 {
+		return
+	}
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, i := range pending {
+			cmds[i] = calls[i].script.RunSHA(ctx, p, calls[i].keys, calls[i].args...)
+		}
+		return nil
+	})
 }
 
 // noScript returns the indexes of cmds (among among, or all when nil) whose

@@ -265,7 +265,7 @@ func (p *pipeliner) withdraw(c *call) bool {
 }
 
 // send runs one batch: one round trip, plus one more for the calls a node
-// answered NOSCRIPT to (see sendAgain).
+// answered NOSCRIPT to (see recoverNoScript).
 func (p *pipeliner) send(batch []*call) {
 	if len(batch) == 1 {
 		p.sendOne(batch[0])
@@ -287,27 +287,20 @@ func (p *pipeliner) send(batch []*call) {
 }
 
 // sendAgain sends the calls of batch that the node answered NOSCRIPT to
-// once more, in one round trip (see the function sendAgain); a call that
-// meets NOSCRIPT even then goes alone with its source.
+// once more (see recoverNoScript).
 func (p *pipeliner) sendAgain(ctx context.Context, batch []*call) {
-	var missing []*call
-	for _, c := range batch {
-		if lua.IsNoScript(c.cmd.Err()) {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) == 0 {
+	if !slices.ContainsFunc(batch, func(c *call) bool { return lua.IsNoScript(c.cmd.Err()) }) {
 		return
 	}
-	again := make([]scriptCall, len(missing))
-	for i, c := range missing {
-		again[i] = scriptCall{script: c.script, keys: c.keys, args: c.args}
+	calls := make([]scriptCall, len(batch))
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, c := range batch {
+		calls[i] = scriptCall{script: c.script, keys: c.keys, args: c.args}
+		cmds[i] = c.cmd
 	}
-	for i, cmd := range sendAgain(ctx, p.rdb, again) {
-		missing[i].cmd = cmd
-		if lua.IsNoScript(cmd.Err()) {
-			missing[i].cmd = missing[i].script.RunSource(ctx, p.rdb, missing[i].keys, missing[i].args...)
-		}
+	recoverNoScript(ctx, p.rdb, calls, cmds)
+	for i, c := range batch {
+		c.cmd = cmds[i]
 	}
 }
 
