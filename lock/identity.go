@@ -34,10 +34,13 @@ import (
 //     an error naming both nodes and wrapping ErrInvalidArgument, before it
 //     writes anything.
 //
-// The first operation waits for the answers at most one NodeTimeout, the
-// bound of every node call, so that a dead node costs it no more than it
-// costs any operation; a slower answer is still recorded, and a duplicate
-// it reveals fails the operations from then on. A node
+// The first operation waits for the answers at most as long as a first
+// call to a node is waited for (a fixed NodeTimeout, or the adaptive
+// NodeTimeoutInitial: not the adaptive floor, which a first contact that
+// dials, and for a failover client asks a Sentinel first, can exceed on a
+// loaded machine), so that a dead node costs it no more than it costs any
+// operation; a slower answer is still recorded, and a duplicate it reveals
+// fails the operations from then on. A node
 // that does not answer the first check (it is down) does not block the
 // Client: the quorum tolerates it, and it is asked again, in the
 // background, by a later operation (at most once per identifyRetry) until

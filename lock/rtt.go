@@ -60,6 +60,17 @@ func newNodeWaits(opts Options) *nodeWaits {
 	return w
 }
 
+// firstContact is how long a first call to a node that has not answered
+// yet is waited for: the fixed timeout, or the adaptive initial one
+// (NodeTimeoutInitial, within the floor and the Client's ceiling, as the
+// estimators clamp it).
+func (w *nodeWaits) firstContact() time.Duration {
+	if w.fixed > 0 {
+		return w.fixed
+	}
+	return min(max(NodeTimeoutInitial, w.floor), ceilingFor(w.lease, w.floor))
+}
+
 // ceilingFor is the longest acquire timeout for a lock with lease: a tenth
 // of it, so that an acquire that waited that long still has validity
 // lease − lease/10 − drift > 0 (0.89 × lease − 2 ms at the default drift).

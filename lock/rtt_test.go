@@ -281,3 +281,23 @@ func TestNodeCtxEndsWhenToldOrAtItsDeadline(t *testing.T) {
 		t.Fatalf("err %v; want context.DeadlineExceeded", here.Err())
 	}
 }
+
+// The first-contact duplicate check waits as long as a first acquire call
+// to a node that never answered does: the adaptive initial timeout within
+// the Client's bounds, or the fixed timeout.
+func TestWaitsFirstContactIsAFirstCallsWait(t *testing.T) {
+	for _, opts := range []Options{{}, {Lease: 500 * time.Millisecond}, {Lease: 5 * time.Minute}, {NodeTimeout: 70 * time.Millisecond}} {
+		w := waitsFor(t, opts, 1)
+		lease := w.lease
+		if lease == 0 {
+			lease = DefaultLease
+		}
+		want, _ := w.wait(0, kindAcquire, lease)
+		if got := w.firstContact(); got != want {
+			t.Fatalf("%+v: first contact waits %v; a first acquire call %v", opts, got, want)
+		}
+	}
+	if got := waitsFor(t, Options{}, 1).firstContact(); got != NodeTimeoutInitial {
+		t.Fatalf("default first contact = %v; want %v, not the floor", got, NodeTimeoutInitial)
+	}
+}
