@@ -715,6 +715,14 @@ func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 			reentrant.Acquisition{Acquired: true, Count: 1}},
 		{"free, handed off to bob", true, func(key reentrant.Key) { reserve(key, "c:bob") },
 			reentrant.Acquisition{Queued: true, HolderTTL: -2}},
+		{"free, alice's newer tombstone, handed off to bob", true, func(key reentrant.Key) {
+			reserve(key, "c:bob")
+			require.NoError(t, direct.Set(ctx, key.Tombstone("c:alice"), 12, 10*time.Second).Err())
+		}, reentrant.Acquisition{Queued: true, HolderTTL: -2}},
+		{"free, alice's newer tombstone, handed off to alice", true, func(key reentrant.Key) {
+			reserve(key, "c:alice")
+			require.NoError(t, direct.Set(ctx, key.Tombstone("c:alice"), 12, 10*time.Second).Err())
+		}, reentrant.Acquisition{Stale: true, HolderTTL: -2}},
 		{"held by bob, handed off to alice", true, func(key reentrant.Key) {
 			reserve(key, "c:alice")
 			require.NoError(t, direct.HSet(ctx, key.Lock, "c:bob", 1, "c:bob/seq", 1).Err())
@@ -762,6 +770,33 @@ func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 	require.False(t, got.Acquired)
 	require.Equal(t, beforeCheap, commandCalls(t, 0, "exists", "hlen"), "no EXISTS, no HLEN")
 	require.Equal(t, before+2, commandCalls(t, 0, "exists", "hlen", "hmget", "pttl"), "HMGET and PTTL")
+
+	// A hand-off expected as such reads and ends the reservation in one
+	// GETDEL: no GET, no DEL.
+	key = mustKey(t, "hints:hand-off cost")
+	reserve(key, "c:alice")
+	handedOff := reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 1, Seq: 10,
+		NoStrays: true, Expect: reentrant.ExpectHandOff, Ticket: 5, TakesTurn: true}
+	reads := []string{"exists", "get", "getdel", "del"}
+	before = commandCalls(t, 0, reads...)
+	got, err = node.Acquire(ctx, handedOff)
+	require.NoError(t, err)
+	require.True(t, got.Acquired)
+	require.Equal(t, before+2, commandCalls(t, 0, reads...), "EXISTS and GETDEL")
+	require.Zero(t, direct.Exists(ctx, key.QueueDeadlines).Val(), "the reservation is over")
+
+	// A waiter that expects a holder and meets another owner's reservation
+	// is refused without reading its tombstone: HMGET, PTTL, GET of the
+	// reservation, and no other read.
+	key = mustKey(t, "hints:refused by a reservation")
+	reserve(key, "c:bob")
+	reads = []string{"exists", "hlen", "hmget", "pttl", "get"}
+	before = commandCalls(t, 0, reads...)
+	got, err = node.Acquire(ctx, reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 1, Seq: 10,
+		NoStrays: true, Expect: reentrant.ExpectHeld, Ticket: 5, TakesTurn: true})
+	require.NoError(t, err)
+	require.True(t, got.Queued, "refused for bob: %+v", got)
+	require.Equal(t, before+3, commandCalls(t, 0, reads...), "HMGET, PTTL and GET")
 }
 
 // tripRecorder is a go-redis hook that records each round trip a client

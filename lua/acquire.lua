@@ -56,7 +56,8 @@
 --         fields, then the lock's PTTL, so that a refusal costs those two
 --         commands; '2' the lock handed off to this owner: the EXISTS
 --         leaves the reservation out, which is most likely the owner's
---         own and is read apart. A hint only: every way decides alike.
+--         own and is read and ended in one GETDEL (see reservedFor). A
+--         hint only: every way decides alike.
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
@@ -192,7 +193,26 @@ elseif size > 0 then
   end
 elseif reentry then
   return {3, -2, fence}
-elseif seq <= buried(KEYS[3]) then
+end
+-- A Mutex just handed off to another owner waits for it a moment: anyone
+-- else is refused and joins the queue, as when the lock is held, so this
+-- comes before the tombstone, which only a lock free for the owner needs
+-- read (a retried copy of a call that met the reservation is refused
+-- again, as it is by a holder). The owner it was handed to ends the
+-- reservation: as it reads it when it expects the hand-off (ARGV[14] '2'),
+-- else once it holds the lock.
+local handedTo = reservation and not held and not unreserved
+  and reservedFor(reservation, expect == '2' and owner)
+if handedTo and handedTo ~= owner then
+  refused(KEYS[3], seq, lease, twice)
+  enqueue(KEYS[4], owner, ticket, -2, lease, nil)
+  return {4, -2, fence}
+end
+if not fresh and size == 0 and seq <= buried(KEYS[3]) then
+  if handedTo and expect == '2' then
+    -- Read and ended above for a call that takes nothing: put it back.
+    redis.call('SET', reservation, owner, 'PX', handOffHold)
+  end
   return {2, -2, fence}
 end
 -- Free here. A fair lock goes to the head of its queue: anyone else joins
@@ -200,13 +220,6 @@ end
 if deadlines and not held and aheadOf(KEYS[4], deadlines, owner) then
   refused(KEYS[3], seq, lease, twice)
   enqueue(KEYS[4], owner, ticket, -2, lease, deadlines)
-  return {4, -2, fence}
-end
--- A Mutex just handed off to another owner waits for it a moment.
-local handedTo = reservation and not held and not unreserved and reservedFor(reservation)
-if handedTo and handedTo ~= owner then
-  refused(KEYS[3], seq, lease, twice)
-  enqueue(KEYS[4], owner, ticket, -2, lease, nil)
   return {4, -2, fence}
 end
 if KEYS[6] then
@@ -225,7 +238,7 @@ redis.call('PEXPIRE', key, lease)
 if ARGV[13] ~= '1' then
   dequeue(KEYS[4], owner, ticket, deadlines)
 end
-if handedTo then
+if handedTo and expect ~= '2' then
   redis.call('DEL', reservation)
 end
 return {1, count, fence}

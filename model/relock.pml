@@ -139,9 +139,15 @@
  * nothing where ARGV[7] says no stray of the owner can land (REL's first
  * branch, checked anew): until then such a release, the Unlock of a hold
  * taken through the other nodes, left a tombstone there for a lease.
+ * On 2026-11-29 acquire.lua reads a Mutex's hand-off reservation before the
+ * tombstone (a reserved lock refuses a stale call as a holder does: a
+ * refusal that takes nothing, which R_HELD already is) and the owner that
+ * expects the hand-off ends the reservation as it reads it (GETDEL, in
+ * prelude.lua's reservedFor): the reservation only, so only the lines
+ * changed.
  */
-/* checksum lua/prelude.lua sha256:34b125d88f39cdd56e65fd5636f3d0a81e822f89b9fc14e51670c11ca6023ed9 */
-/* checksum lua/acquire.lua sha256:471d01bd18c443e4cc28b12db6413a85d6e61ae12d69724406d2cd7ccc98d2f6 */
+/* checksum lua/prelude.lua sha256:bfc7b6193ce1b082c715ea030885417979965d3cd12495401a44f26650261301 */
+/* checksum lua/acquire.lua sha256:bcd38b19ea4a25fe19d06a096c42ac051048bcb87696f0475fb3ea1fb5b74b67 */
 /* checksum lua/release.lua sha256:d533c9b15435041caa73bec9b70fa48bb0e39740d4595f55ffc7ad67dcf0cda1 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */

@@ -212,7 +212,7 @@ const (
 	ExpectHeld
 	// ExpectHandOff: the lock handed off to this owner (a release named
 	// it): free, with a reservation that is most likely its own, read
-	// apart from the lock.
+	// apart from the lock and ended as it is read.
 	ExpectHandOff
 )
 
