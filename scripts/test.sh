@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite with -race: the library module and the metrics
-# adapters' modules (unit tests, no Docker), then the integration module
-# (against Redis in containers).
+# adapters' modules (unit tests, no Docker), then the integration module and
+# the peer benchmark's module (a quick run of every scenario), both against
+# Redis in containers.
 # Prints each test's result, its log lines and any failure in full, but not
 # the "=== RUN" chatter nor passing subtests; the complete output is kept in
 # test-output.log. Extra arguments go to every go test run. Ends with one
@@ -17,7 +18,7 @@ export TESTCONTAINERS_HOST_OVERRIDE="${TESTCONTAINERS_HOST_OVERRIDE:-127.0.0.1}"
 log="$(pwd)/test-output.log"
 : >"$log"
 status=0
-for module in . prometheus otel integration; do
+for module in . prometheus otel integration integration/peers; do
 	printf '\n--- module %s\n' "$module" | tee -a "$log"
 	set +e
 	(cd "$module" && go test -race -count=1 -timeout 30m -v "$@" ./...) 2>&1 | tee -a "$log" |

@@ -42,8 +42,10 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("ceiling: go-redis EVALSHA: %v", rep.Ceiling.GoRedisErr)
 	}
 
-	// Two client modes × (6 configurations on 1 master + 4 on 3 masters).
-	if got, want := len(rep.Contended), 2*(6+4); got != want {
+	// Two client modes × (7 configurations on 1 master + 5 on 3 masters:
+	// relock, its two A/B rows, redsync's two, and on 1 master redislock
+	// and rueidislock).
+	if got, want := len(rep.Contended), 2*(7+5); got != want {
 		t.Errorf("contended runs: %d, want %d", got, want)
 	}
 	for _, r := range rep.Contended {
@@ -70,6 +72,11 @@ func TestQuickRun(t *testing.T) {
 		for _, r := range runs {
 			if r.Cycles == 0 || r.Errors != 0 {
 				t.Errorf("%s %s, %d master(s): %d cycles, %d errors, first: %v", name, r.Lib, r.Nodes, r.Cycles, r.Errors, r.FirstErr)
+			}
+			// Every cycle runs commands on every master: their CPU time
+			// must show (INFO cpu deltas read and divided).
+			if r.RedisCPU <= 0 {
+				t.Errorf("%s %s, %d master(s): Redis CPU %v per acquisition, want some", name, r.Lib, r.Nodes, r.RedisCPU)
 			}
 			// redsync's cycle is SET NX, then EVALSHA running GET and
 			// DEL: 4 commands per node, which checks the INFO deltas

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -12,15 +13,16 @@ import (
 // commandstats: every command counts, also those a script runs (Redis
 // counts redis.call in commandstats as well as the EVAL/EVALSHA itself).
 type serverStats struct {
-	calls     []int64 // per node: the calls of every command
-	publishes int64   // PUBLISH calls, summed over the nodes
+	calls     []int64       // per node: the calls of every command
+	publishes int64         // PUBLISH calls, summed over the nodes
+	cpu       time.Duration // the servers' user+system CPU (INFO cpu), summed over the nodes
 }
 
 // readServerStats snapshots the nodes of admin, in node order.
 func readServerStats(ctx context.Context, admin []*redis.Client) (serverStats, error) {
 	s := serverStats{calls: make([]int64, len(admin))}
 	for i, c := range admin {
-		info, err := c.Info(ctx, "commandstats").Result()
+		info, err := c.Info(ctx, "commandstats", "cpu").Result()
 		if err != nil {
 			return s, fmt.Errorf("INFO on node %d: %w", i, err)
 		}
@@ -31,9 +33,15 @@ func readServerStats(ctx context.Context, admin []*redis.Client) (serverStats, e
 			}
 		}
 		s.publishes += callsOf(stats["cmdstat_publish"])
+		s.cpu += secondsOf(stats["used_cpu_user"]) + secondsOf(stats["used_cpu_sys"])
 	}
 	return s, nil
 }
+
+// cpuSince returns the CPU time the servers used between the snapshot
+// before and s, summed over the nodes (the bench's own INFO included: a
+// few µs per node, small beside a slice's work).
+func (s serverStats) cpuSince(before serverStats) time.Duration { return s.cpu - before.cpu }
 
 // commandsSince returns the commands each node ran between the snapshot
 // before and s, less the bench's own reads: Redis counts a command once it

@@ -39,8 +39,13 @@ type Load struct {
 	Acquired          int
 	ServerCmds        float64
 	ServerCmdsPerNode []float64
-	Errors            int
-	FirstErr          error
+	// RedisCPU is the user+system CPU time the masters used in those
+	// windows (INFO cpu), summed over them, per such acquisition: on a
+	// machine where the client and the servers share the cores, what each
+	// cycle costs the servers.
+	RedisCPU time.Duration
+	Errors   int
+	FirstErr error
 }
 
 // CyclesPerSec returns the lock+unlock rate.
@@ -57,7 +62,8 @@ type loadRun struct {
 	lock, unlock, cycle []time.Duration
 	cpu                 time.Duration
 	allocs              float64
-	commands            []int64 // per node, over the slices
+	commands            []int64       // per node, over the slices
+	redisCPU            time.Duration // the masters', over the slices
 }
 
 // Reference is a latency measured in the rounds of runLoads beside the
@@ -167,6 +173,7 @@ func runLoads(ctx context.Context, cfg Config, libs []Lib, srv Servers, counts [
 			for node, c := range after.commandsSince(before) {
 				r.commands[node] += c
 			}
+			r.redisCPU += after.cpuSince(before)
 			r.add(res)
 		}
 	}
@@ -231,6 +238,9 @@ func (r *loadRun) finish() *Load {
 		o.Allocs = r.allocs / float64(o.Cycles)
 	}
 	o.ServerCmds, o.ServerCmdsPerNode = perAcquisition(r.commands, o.Acquired)
+	if o.Acquired > 0 {
+		o.RedisCPU = r.redisCPU / time.Duration(o.Acquired)
+	}
 	return o
 }
 
