@@ -37,7 +37,7 @@ const (
 type nodeWaits struct {
 	fixed time.Duration    // > 0: the user's fixed bound
 	floor time.Duration    // the least acquire timeout
-	lease time.Duration    // the Client's lease, which sets the ceiling
+	cfg   rtt.Config       // adaptive: the estimators' bounds
 	est   []*rtt.Estimator // adaptive: one per node
 	// bounded[i]: node i's client ends every call by its context's
 	// deadline (see boundedByDeadline).
@@ -45,7 +45,7 @@ type nodeWaits struct {
 }
 
 func newNodeWaits(opts Options) *nodeWaits {
-	w := &nodeWaits{floor: opts.NodeTimeout, lease: opts.Lease}
+	w := &nodeWaits{floor: opts.NodeTimeout}
 	for _, n := range opts.Nodes {
 		w.bounded = append(w.bounded, boundedByDeadline(n))
 	}
@@ -53,22 +53,21 @@ func newNodeWaits(opts Options) *nodeWaits {
 		w.fixed = opts.NodeTimeout
 		return w
 	}
-	cfg := rtt.Config{Floor: w.floor, Ceiling: ceilingFor(opts.Lease, w.floor), Initial: NodeTimeoutInitial}
+	w.cfg = rtt.Config{Floor: w.floor, Ceiling: ceilingFor(opts.Lease, w.floor), Initial: NodeTimeoutInitial}
 	for range opts.Nodes {
-		w.est = append(w.est, rtt.New(cfg))
+		w.est = append(w.est, rtt.New(w.cfg))
 	}
 	return w
 }
 
 // firstContact is how long a first call to a node that has not answered
-// yet is waited for: the fixed timeout, or the adaptive initial one
-// (NodeTimeoutInitial, within the floor and the Client's ceiling, as the
-// estimators clamp it).
+// yet is waited for: the fixed timeout, or the estimators' first one
+// (NodeTimeoutInitial, within their bounds).
 func (w *nodeWaits) firstContact() time.Duration {
 	if w.fixed > 0 {
 		return w.fixed
 	}
-	return min(max(NodeTimeoutInitial, w.floor), ceilingFor(w.lease, w.floor))
+	return w.cfg.FirstTimeout()
 }
 
 // ceilingFor is the longest acquire timeout for a lock with lease: a tenth

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -288,11 +289,7 @@ func TestNodeCtxEndsWhenToldOrAtItsDeadline(t *testing.T) {
 func TestWaitsFirstContactIsAFirstCallsWait(t *testing.T) {
 	for _, opts := range []Options{{}, {Lease: 500 * time.Millisecond}, {Lease: 5 * time.Minute}, {NodeTimeout: 70 * time.Millisecond}} {
 		w := waitsFor(t, opts, 1)
-		lease := w.lease
-		if lease == 0 {
-			lease = DefaultLease
-		}
-		want, _ := w.wait(0, kindAcquire, lease)
+		want, _ := w.wait(0, kindAcquire, cmp.Or(opts.Lease, DefaultLease))
 		if got := w.firstContact(); got != want {
 			t.Fatalf("%+v: first contact waits %v; a first acquire call %v", opts, got, want)
 		}

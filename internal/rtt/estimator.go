@@ -59,13 +59,22 @@ type snapshot struct {
 // is taken as 1 ms; Ceiling is raised to Floor, and Initial is clamped
 // between them.
 func New(cfg Config) *Estimator {
-	cfg.Floor = max(cfg.Floor, time.Millisecond)
-	cfg.Ceiling = max(cfg.Ceiling, cfg.Floor)
-	cfg.Initial = min(max(cfg.Initial, cfg.Floor), cfg.Ceiling)
-	e := &Estimator{cfg: cfg}
+	e := &Estimator{cfg: cfg.bounded()}
 	e.publish(time.Time{}, 0)
 	return e
 }
+
+// bounded returns cfg with the bounds New applies.
+func (cfg Config) bounded() Config {
+	cfg.Floor = max(cfg.Floor, time.Millisecond)
+	cfg.Ceiling = max(cfg.Ceiling, cfg.Floor)
+	cfg.Initial = min(max(cfg.Initial, cfg.Floor), cfg.Ceiling)
+	return cfg
+}
+
+// FirstTimeout returns the timeout an Estimator made with cfg gives before
+// its first sample: Initial, within the bounds New applies.
+func (cfg Config) FirstTimeout() time.Duration { return cfg.bounded().Initial }
 
 // Timeout returns how long to wait for the node's next answer, and the token
 // to hand to Expired if it does not come in time.

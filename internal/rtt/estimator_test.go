@@ -32,6 +32,22 @@ func TestConfigIsNormalized(t *testing.T) {
 	}
 }
 
+// FirstTimeout says, without an Estimator, what one made with the same
+// Config waits before its first sample.
+func TestFirstTimeoutIsANewEstimatorsTimeout(t *testing.T) {
+	for _, cfg := range []Config{
+		{Floor: 100 * ms, Ceiling: 3 * time.Second, Initial: time.Second},
+		{Floor: 0, Ceiling: 0, Initial: time.Hour},
+		{Floor: 100 * ms, Ceiling: time.Second, Initial: 0},
+		{Floor: 100 * ms, Ceiling: 500 * ms, Initial: time.Second},
+	} {
+		want, _ := New(cfg).Timeout()
+		if got := cfg.FirstTimeout(); got != want {
+			t.Fatalf("%+v: FirstTimeout() = %v; a new Estimator waits %v", cfg, got, want)
+		}
+	}
+}
+
 // The first sample sets SRTT = R and RTTVAR = R/2 (RFC 6298 2.2): a node
 // 150 ms away gets 150 + 4·75 = 450 ms.
 func TestFirstSample(t *testing.T) {
