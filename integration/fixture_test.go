@@ -258,7 +258,7 @@ func TestFixtureNewLinksArePartitionedIndependently(t *testing.T) {
 
 	// Reset heals every set, and skips clients a test closed itself.
 	require.NoError(t, b[0].NewClient().Close())
-	c = reset(t)
+	reset(t)
 	for _, l := range b {
 		fxRequirePing(t, l.Client())
 	}

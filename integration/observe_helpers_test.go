@@ -187,7 +187,7 @@ func histogramSamples[N int64 | float64](s samples, name string, points []metric
 func attrs(set attribute.Set) []string {
 	var out []string
 	for _, kv := range set.ToSlice() {
-		out = append(out, string(kv.Key), kv.Value.Emit())
+		out = append(out, string(kv.Key), kv.Value.String())
 	}
 	return out
 }

@@ -91,8 +91,12 @@ func TestDedupNewerReleaseOfSameKeySurvivesOldQueueEntry(t *testing.T) {
 func TestDedupSingleNodeRemembersNothing(t *testing.T) {
 	d := newDedup(time.Second, 1, 1)
 	now := time.Now()
-	if !first(d, "c", "r", now) || !first(d, "c", "r", now) {
-		t.Fatal("with one node every message is a release")
+	// Two copies of one payload at the same moment: with one node there
+	// are no copies, so each is a release of its own.
+	for i := range 2 {
+		if !first(d, "c", "r", now) {
+			t.Fatalf("message %d not taken as a release: with one node every message is one", i+1)
+		}
 	}
 	if d.len() != 0 {
 		t.Fatalf("remembered %d releases", d.len())
