@@ -363,6 +363,48 @@ func TestPubSubSubscribeWithNodeDown(t *testing.T) {
 	}
 }
 
+// TestPubSubLateConfirmationWakesOneWaiter: a node that confirms a
+// subscription after Subscribe stopped waiting for it may have missed a
+// release published in between, so its confirmation wakes one waiter of
+// the channel, as a release would, and Stats counts it. Without that wake
+// every waiter would sleep out the holder's lease.
+func TestPubSubLateConfirmationWakesOneWaiter(t *testing.T) {
+	reset(t)
+	const (
+		slow    = 0
+		latency = 150 * time.Millisecond
+		timeout = 20 * time.Millisecond
+	)
+	b := newPubSubBroker(t, pubsub.Options{SubscribeTimeout: timeout})
+	// Every node's connection is open and working before the link slows
+	// down, so the only late event is the confirmation.
+	ws := subscribeAll(t, b, []string{pubsubChannel(t, 0)}, 1)
+	ws[0].Close()
+	if err := cluster.Nodes[slow].Slow(latency); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cluster.Nodes[slow].Heal() }()
+
+	ch := pubsubChannel(t, 1)
+	before := b.Stats()
+	ws = subscribeAll(t, b, []string{ch}, 2)
+	// Its replies come latency late: Subscribe returned without its
+	// confirmation, which comes later and is counted then.
+	eventually(t, 3*time.Second, "the late confirmation counted", func() error {
+		if late := b.Stats().LateConfirms - before.LateConfirms; late != 1 {
+			return fmt.Errorf("LateConfirms rose by %d, want 1", late)
+		}
+		return nil
+	})
+	if n := takeWakes(ws, 0); n != 1 {
+		t.Fatalf("%d waiters woken by the late confirmation, want 1 (as one release wakes one)", n)
+	}
+	after := b.Stats()
+	if after.Disconnects != before.Disconnects || after.Reconnects != before.Reconnects {
+		t.Fatalf("the connection changed (before %+v, after %+v): the wake may not be the confirmation's", before, after)
+	}
+}
+
 func TestPubSubSubscribeContextEnds(t *testing.T) {
 	reset(t)
 	b := newPubSubBroker(t, pubsub.Options{SubscribeTimeout: 5 * time.Second})

@@ -14,7 +14,7 @@ import (
 type Stats struct {
 	Attempts     uint64 // acquire attempts sent to the nodes
 	Acquired     uint64 // attempts that won the lock (first holds and re-entries)
-	WokenByPub   uint64 // waits ended by a release message (or a reconnect)
+	WokenByPub   uint64 // waits ended by a release message (or a reconnect, or a late subscription confirmation)
 	WokenByTTL   uint64 // waits ended by the holder's lease running out, or a retry delay
 	Renewals     uint64 // locks renewed by the watchdog
 	Losses       uint64 // holds reported lost

@@ -28,6 +28,7 @@ type Broker struct {
 	duplicates uint64
 	unclaimed  uint64
 	standIns   uint64
+	late       uint64
 	lost       uint64
 	restored   uint64
 }
@@ -43,9 +44,13 @@ type Stats struct {
 	// hand-off had not come Options.Grace after a copy for keepers on the
 	// lock's channel: the node that hands the lock off failed to, or its
 	// message was late (a loaded machine).
-	StandIns    uint64
-	Disconnects uint64 // times a node's working connection broke
-	Reconnects  uint64 // times a node's connection worked again after failing
+	StandIns uint64
+	// LateConfirms counts subscriptions a node confirmed after Subscribe
+	// had stopped waiting for it (Options.SubscribeTimeout): each woke one
+	// waiter of the channel, in case a release came in between.
+	LateConfirms uint64
+	Disconnects  uint64 // times a node's working connection broke
+	Reconnects   uint64 // times a node's connection worked again after failing
 }
 
 // NewBroker returns a Broker for the given independent Redis nodes. No
@@ -149,6 +154,7 @@ func (b *Broker) confirmed(node int, channels []string) {
 			}
 		}
 		if missed {
+			b.late++
 			b.dispatch(ch, "")
 		}
 	}
@@ -235,14 +241,15 @@ func (b *Broker) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return Stats{
-		Channels:    len(b.reg.chans),
-		Waiters:     b.reg.waiters,
-		Wakes:       b.reg.wakes,
-		Duplicates:  b.duplicates,
-		Unclaimed:   b.unclaimed,
-		StandIns:    b.standIns,
-		Disconnects: b.lost,
-		Reconnects:  b.restored,
+		Channels:     len(b.reg.chans),
+		Waiters:      b.reg.waiters,
+		Wakes:        b.reg.wakes,
+		Duplicates:   b.duplicates,
+		Unclaimed:    b.unclaimed,
+		StandIns:     b.standIns,
+		LateConfirms: b.late,
+		Disconnects:  b.lost,
+		Reconnects:   b.restored,
 	}
 }
 
