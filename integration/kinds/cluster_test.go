@@ -337,7 +337,12 @@ func TestClusterReshardingKeepsLock(t *testing.T) {
 		t.Fatal("the waiter did not get the lock")
 	}
 	after := waiters.Stats()
-	require.Equal(t, before.WokenByPub+1, after.WokenByPub, "woken by the release, published by the slot's new owner")
+	// The release's wake, and at most one more for each connection change
+	// or late confirmation of the waiters' subscription (as in
+	// TestClusterAsOneMember).
+	woken, events := after.WokenByPub-before.WokenByPub, subscriptionEvents(after.Subscription)-subscriptionEvents(before.Subscription)
+	require.True(t, woken >= 1 && woken <= 1+events,
+		"woken by the release, published by the slot's new owner: %d wakes, %d connection changes or late confirmations", woken, events)
 	require.Equal(t, before.WokenByTTL, after.WokenByTTL)
 	require.EqualValues(t, 1, holdCount(ctx, t, dst, name, w.Owner()))
 	require.Zero(t, holdCount(ctx, t, dst, name, m.Owner()), "the old holder's count is gone")
