@@ -97,17 +97,72 @@ func testCLIInspectAndLs(t *testing.T, cli relockCLI, n int) {
 	require.NoError(t, m.Unlock(ctx))
 	require.NoError(t, m.Unlock(ctx))
 	require.NoError(t, other.Unlock(ctx))
-	code, out, _ = cli.run(t, n, "ls", "--json")
-	require.Equal(t, 0, code)
-	var none lsJSON
-	decodeJSON(t, out, &none)
-	require.Empty(t, none.Locks)
+	requireNothingListed(t, cli, n)
 	code, out, _ = cli.run(t, n, "inspect", "--json", name)
 	require.Equal(t, 0, code)
 	var freed inspectJSON
 	decodeJSON(t, out, &freed)
 	require.False(t, freed.Held)
 	require.Nil(t, freed.Holder)
+}
+
+// testCLIInspectAndLsReaders: an RWMutex that only readers hold shows in
+// inspect (each reader's count and lease on each node, and the readers on
+// a quorum) and in ls, which finds it by its readers' key (it has no lock
+// hash then).
+func testCLIInspectAndLsReaders(t *testing.T, cli relockCLI) {
+	const n = 3
+	reset(t)
+	c := newLockClient(t, n, lock.Options{})
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "config"
+	a, b := c.NewRWMutex(name), c.NewRWMutex(name)
+	require.NoError(t, a.RLock(ctx))
+	require.NoError(t, a.RLock(ctx)) // count 2
+	require.NoError(t, b.RLock(ctx))
+
+	code, out, stderr := cli.run(t, n, "inspect", "--json", name)
+	require.Equal(t, 0, code, stderr)
+	var view inspectJSON
+	decodeJSON(t, out, &view)
+	require.False(t, view.Held, "no writer")
+	require.Len(t, view.Readers, 2, out)
+	counts := map[string]int64{a.Owner(): 2, b.Owner(): 1}
+	for _, r := range view.Readers {
+		require.Equal(t, counts[r.Owner], r.Count, r.Owner)
+		require.Equal(t, n, r.Nodes, r.Owner)
+		require.Positive(t, r.TTLms, r.Owner)
+	}
+	for _, node := range view.Nodes {
+		require.Len(t, node.Readers, 2, "node %d", node.Node)
+		require.Equal(t, int64(2), node.Readers[a.Owner()].Count, "node %d", node.Node)
+	}
+
+	code, out, stderr = cli.run(t, n, "inspect", name)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "read by ")
+	require.Equal(t, 2*n, strings.Count(out, " (read) "), "a row per reader on each node:\n%s", out)
+
+	code, out, stderr = cli.run(t, n, "ls")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, fmt.Sprintf(`(?m)^config\s+%s \(read\)\s+2\s+\S+s\s+%d/%d$`, a.Owner(), n, n), out)
+	require.Regexp(t, fmt.Sprintf(`(?m)^config\s+%s \(read\)\s+1\s+\S+s\s+%d/%d$`, b.Owner(), n, n), out)
+
+	require.NoError(t, a.RUnlock(ctx))
+	require.NoError(t, a.RUnlock(ctx))
+	require.NoError(t, b.RUnlock(ctx))
+	requireNothingListed(t, cli, n)
+}
+
+// requireNothingListed checks that relock ls, over the first n nodes,
+// lists no lock.
+func requireNothingListed(t *testing.T, cli relockCLI, n int) {
+	t.Helper()
+	code, out, stderr := cli.run(t, n, "ls", "--json")
+	require.Equal(t, 0, code, stderr)
+	var none lsJSON
+	decodeJSON(t, out, &none)
+	require.Empty(t, none.Locks, "released: nothing listed")
 }
 
 // testCLIInspectNodeDown: with one node of three stopped, inspect shows it

@@ -224,13 +224,23 @@ type inspectJSON struct {
 		TTLms int64  `json:"ttl_ms"`
 		Nodes int    `json:"nodes"`
 	} `json:"holder"`
+	Readers []struct {
+		Owner string `json:"owner"`
+		Count int64  `json:"count"`
+		TTLms int64  `json:"ttl_ms"`
+		Nodes int    `json:"nodes"`
+	} `json:"readers"`
 	Nodes []struct {
 		Node    int              `json:"node"`
 		Addr    string           `json:"addr"`
 		Holders map[string]int64 `json:"holders"`
 		TTLms   *int64           `json:"ttl_ms"`
 		Fence   int64            `json:"fence"`
-		Error   string           `json:"error"`
+		Readers map[string]struct {
+			Count int64 `json:"count"`
+			TTLms int64 `json:"ttl_ms"`
+		} `json:"readers"`
+		Error string `json:"error"`
 	} `json:"nodes"`
 }
 

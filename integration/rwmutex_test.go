@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/lock"
@@ -671,4 +672,67 @@ func TestRWMutexLostRepliesCountOnce(t *testing.T) {
 	requireCounts(t, []int{0, 1, 2}, "rw-lost-replies", rw.Owner(), 1)
 	require.NoError(t, rw.Unlock(ctx))
 	requireFree(t, 3, "rw-lost-replies", time.Second)
+}
+
+// TestRWMutexInspectShowsReaders: Inspect reads an RWMutex's readers on
+// every node (each owner's read count and its own lease), beside its
+// writer's hold at the lock hash, and QuorumReaders finds those on a quorum;
+// a reader whose lease ended is left out, and a released one is gone.
+func TestRWMutexInspectShowsReaders(t *testing.T) {
+	forMasters(t, testInspectShowsReaders)
+}
+
+func testInspectShowsReaders(t *testing.T, n int) {
+	const lease = 10 * time.Second
+	reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	c := newLockClient(t, n, lock.Options{Lease: lease})
+	const name = "rw-inspect"
+	a, b := c.NewRWMutex(name), c.NewRWMutex(name)
+	require.NoError(t, a.RLock(ctx))
+	require.NoError(t, a.RLock(ctx)) // count 2
+	require.NoError(t, b.RLock(ctx))
+
+	states, err := c.Inspect(ctx, name)
+	require.NoError(t, err)
+	require.Len(t, states, n)
+	for _, s := range states {
+		require.NoError(t, s.Err)
+		require.Empty(t, s.Info.Holders, "node %d: readers only, no writer", s.Node)
+		require.Len(t, s.Info.Readers, 2, "node %d", s.Node)
+		require.EqualValues(t, 2, s.Info.Readers[a.Owner()].Count, "node %d", s.Node)
+		require.EqualValues(t, 1, s.Info.Readers[b.Owner()].Count, "node %d", s.Node)
+		for owner, r := range s.Info.Readers {
+			require.True(t, r.TTL > lease/2 && r.TTL <= lease, "node %d: %s's lease %v", s.Node, owner, r.TTL)
+		}
+	}
+	_, quorum := c.Nodes()
+	_, held := lock.QuorumHolder(states, quorum)
+	require.False(t, held, "readers are not a writer")
+	readers := lock.QuorumReaders(states, quorum)
+	require.Len(t, readers, 2)
+	for _, r := range readers {
+		require.Equal(t, n, r.Nodes)
+	}
+
+	// A reader whose lease has ended is left out, though its entry is
+	// still on the node until a script drops it.
+	direct := cluster.Direct()[0]
+	key, err := reentrant.NewKey("", name)
+	require.NoError(t, err)
+	require.NoError(t, direct.ZAdd(ctx, key.ReadLeases(), redis.Z{Score: 1, Member: "gone:reader"}).Err())
+	require.NoError(t, direct.HSet(ctx, key.Readers(), "gone:reader", 1).Err())
+	states, err = c.Inspect(ctx, name)
+	require.NoError(t, err)
+	require.NotContains(t, states[0].Info.Readers, "gone:reader")
+
+	require.NoError(t, a.RUnlock(ctx))
+	require.NoError(t, a.RUnlock(ctx))
+	states, err = c.Inspect(ctx, name)
+	require.NoError(t, err)
+	for _, s := range states {
+		require.NotContains(t, s.Info.Readers, a.Owner(), "node %d: released", s.Node)
+		require.Contains(t, s.Info.Readers, b.Owner(), "node %d", s.Node)
+	}
+	require.NoError(t, b.RUnlock(ctx))
 }

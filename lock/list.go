@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -23,7 +24,8 @@ const listPage = 500
 // Listing is what List found on the nodes.
 type Listing struct {
 	// Names are the locks whose key exists on at least one node, sorted:
-	// held there now, by a quorum or not (see QuorumHolder).
+	// held there now, by a quorum or not (see QuorumHolder and
+	// QuorumReaders).
 	Names []string
 	// Truncated is set when some node had more matching locks than the
 	// limit: Names is then incomplete.
@@ -32,9 +34,10 @@ type Listing struct {
 	Failed []NodeError
 }
 
-// List returns the names of the locks that exist on the nodes now and match
-// pattern, a Redis glob on the lock name (as SCAN MATCH takes it; "" means
-// every lock). It changes nothing.
+// List returns the names of the locks that exist on the nodes now (their
+// hash, or an RWMutex's readers') and match pattern, a Redis glob on the
+// lock name (as SCAN MATCH takes it; "" means every lock). It changes
+// nothing.
 //
 // It reads the nodes with SCAN, one page at a time on every node in
 // parallel (every master of a Cluster node), each page bounded like any node
@@ -64,7 +67,9 @@ func (c *Client) List(ctx context.Context, pattern string, limit int) (Listing, 
 	if err := c.ident.check(ctx); err != nil {
 		return Listing{}, err
 	}
-	match := globEscaper.Replace(c.opts.KeyPrefix) + strings.TrimPrefix(key.Lock, c.opts.KeyPrefix)
+	// The lock hash and every key beside it: an RWMutex that only readers
+	// hold has no hash, only its readers' (nameOfKey keeps those two).
+	match := globEscaper.Replace(c.opts.KeyPrefix) + strings.TrimPrefix(key.Lock, c.opts.KeyPrefix) + "*"
 
 	scans := make([]*nodeScan, len(c.nodes))
 	for i := range scans {
@@ -105,13 +110,19 @@ var globEscaper = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`
 // tagUnescaper undoes reentrant.NewKey's escaping of a name in its hash tag.
 var tagUnescaper = strings.NewReplacer("%7D", "}", "%25", "%")
 
-// nameOfKey returns the name of the lock whose hash is key under prefix, or
-// false for a key of another kind (a fencing counter, a tombstone).
+// readersSuffix ends the key of an RWMutex's readers after its lock's:
+// Key.Readers of a key whose lock hash is "".
+var readersSuffix = reentrant.Key{}.Readers()
+
+// nameOfKey returns the name of the lock whose hash, or whose RWMutex
+// readers' hash, is key under prefix, or false for a key of another kind
+// (a fencing counter, a tombstone).
 func nameOfKey(prefix, key string) (string, bool) {
 	tag, ok := strings.CutPrefix(key, prefix+":{")
 	if !ok {
 		return "", false
 	}
+	tag, _ = strings.CutSuffix(tag, readersSuffix)
 	tag, ok = strings.CutSuffix(tag, "}")
 	if !ok || tag == "" || strings.Contains(tag, "}") {
 		return "", false
@@ -225,29 +236,55 @@ type Holder struct {
 // QuorumHolder returns the owner that holds the lock on at least quorum of
 // the nodes whose states Inspect returned, or false when none does: the lock
 // is free, or held on a minority only. Copies of different owners do not add
-// up, and nodes that could not be read count for no one.
+// up, and nodes that could not be read count for no one. An RWMutex's
+// holder here is its writer; see QuorumReaders for its readers.
 func QuorumHolder(states []NodeState, quorum int) (Holder, bool) {
+	holders := quorumHolds(states, quorum, writerHolds)
+	if len(holders) == 0 {
+		return Holder{}, false
+	}
+	return holders[0], true // one at most: a quorum of the nodes admits one owner
+}
+
+// QuorumReaders returns the readers of an RWMutex that read it on at least
+// quorum of the nodes whose states Inspect returned, sorted by owner: each
+// reader's copies, counted as QuorumHolder counts a holder's, with the
+// lease a quorum of them still has (each reader's lease is its own).
+// Readers on a minority only are left out.
+func QuorumReaders(states []NodeState, quorum int) []Holder {
+	return quorumHolds(states, quorum, func(info reentrant.Info) map[string]reentrant.LeasedHold { return info.Readers })
+}
+
+// writerHolds returns a node's holds at the lock hash, each with the key's
+// lease.
+func writerHolds(info reentrant.Info) map[string]reentrant.LeasedHold {
+	out := make(map[string]reentrant.LeasedHold, len(info.Holders))
+	for owner, n := range info.Holders {
+		out[owner] = reentrant.LeasedHold{Count: n, TTL: info.TTL}
+	}
+	return out
+}
+
+// quorumHolds returns, sorted by owner, every owner whose hold (as holdsOf
+// reads each node's) is on at least quorum of the nodes that answered.
+func quorumHolds(states []NodeState, quorum int, holdsOf func(reentrant.Info) map[string]reentrant.LeasedHold) []Holder {
 	counts := make(map[string][]int64) // owner → its hold count on each node
 	ttls := make(map[string][]int64)   // owner → its lease on each node
 	for _, s := range states {
 		if s.Err != nil {
 			continue
 		}
-		ttl := int64(s.Info.TTL)
-		if s.Info.TTL == NoExpiry {
-			ttl = math.MaxInt64 // sorts above every lease
-		}
-		for owner, n := range s.Info.Holders {
-			counts[owner] = append(counts[owner], n)
+		for owner, h := range holdsOf(s.Info) {
+			ttl := int64(h.TTL)
+			if h.TTL == NoExpiry {
+				ttl = math.MaxInt64 // sorts above every lease
+			}
+			counts[owner] = append(counts[owner], h.Count)
 			ttls[owner] = append(ttls[owner], ttl)
 		}
 	}
-	owners := make([]string, 0, len(counts))
-	for owner := range counts {
-		owners = append(owners, owner)
-	}
-	slices.Sort(owners) // one quorum holder at most; sorted for a stable answer anyway
-	for _, owner := range owners {
+	var out []Holder
+	for _, owner := range slices.Sorted(maps.Keys(counts)) {
 		if len(counts[owner]) < quorum {
 			continue
 		}
@@ -255,9 +292,9 @@ func QuorumHolder(states []NodeState, quorum int) (Holder, bool) {
 		if ttl == math.MaxInt64 {
 			ttl = NoExpiry
 		}
-		return Holder{Owner: owner, Count: quorumth(counts[owner], quorum), TTL: ttl, Nodes: len(counts[owner])}, true
+		out = append(out, Holder{Owner: owner, Count: quorumth(counts[owner], quorum), TTL: ttl, Nodes: len(counts[owner])})
 	}
-	return Holder{}, false
+	return out
 }
 
 // quorumth returns the quorum-th largest of values: the largest value that

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,11 +16,13 @@ func TestNameOfKeyUndoesNewKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := nameOfKey(prefix, key.Lock)
-			if !ok || got != name {
-				t.Errorf("nameOfKey(%q, %q) = %q, %v; want %q", prefix, key.Lock, got, ok, name)
+			for _, k := range []string{key.Lock, key.Readers()} {
+				got, ok := nameOfKey(prefix, k)
+				if !ok || got != name {
+					t.Errorf("nameOfKey(%q, %q) = %q, %v; want %q", prefix, k, got, ok, name)
+				}
 			}
-			for _, other := range []string{key.Fence, key.Tombstone("c:o"), key.Channel, key.Queue} {
+			for _, other := range []string{key.Fence, key.Tombstone("c:o"), key.Channel, key.Queue, key.ReadLeases(), key.ReadTombstone("c:o"), key.WriterWaiting()} {
 				if got, ok := nameOfKey(prefix, other); ok {
 					t.Errorf("nameOfKey(%q, %q) = %q: not a lock hash", prefix, other, got)
 				}
@@ -78,5 +81,36 @@ func TestQuorumHolder(t *testing.T) {
 		if got != tc.want || held != tc.held {
 			t.Errorf("%s: QuorumHolder = %+v, %v; want %+v, %v", tc.name, got, held, tc.want, tc.held)
 		}
+	}
+}
+
+func readers(node int, holds map[string]reentrant.LeasedHold) NodeState {
+	return NodeState{Node: node, Info: reentrant.Info{TTL: -2, Readers: holds}}
+}
+
+func TestQuorumReaders(t *testing.T) {
+	hold := func(count int64, ttl time.Duration) reentrant.LeasedHold {
+		return reentrant.LeasedHold{Count: count, TTL: ttl}
+	}
+	states := []NodeState{
+		readers(0, map[string]reentrant.LeasedHold{"a": hold(2, 9*time.Second), "b": hold(1, time.Second), "c": hold(1, time.Second)}),
+		readers(1, map[string]reentrant.LeasedHold{"a": hold(1, 5*time.Second), "b": hold(1, 2*time.Second)}),
+		readers(2, map[string]reentrant.LeasedHold{"a": hold(2, 7*time.Second)}),
+		{Node: 3, Err: errors.New("down")},
+		{Node: 4, Info: reentrant.Info{TTL: time.Second, Holders: map[string]int64{"w": 1}}},
+	}
+	// quorum 3 of 5: a on three nodes, b on two (a minority), c on one; the
+	// writer w is QuorumHolder's, not a reader.
+	want := []Holder{{Owner: "a", Count: 1, TTL: 5 * time.Second, Nodes: 3}}
+	if got := QuorumReaders(states, 3); !slices.Equal(got, want) {
+		t.Errorf("QuorumReaders(quorum 3) = %+v; want %+v", got, want)
+	}
+	// quorum 2: b too, with the lease both its copies still have; sorted by owner.
+	want = []Holder{{Owner: "a", Count: 2, TTL: 7 * time.Second, Nodes: 3}, {Owner: "b", Count: 1, TTL: time.Second, Nodes: 2}}
+	if got := QuorumReaders(states, 2); !slices.Equal(got, want) {
+		t.Errorf("QuorumReaders(quorum 2) = %+v; want %+v", got, want)
+	}
+	if h, held := QuorumHolder(states, 2); held {
+		t.Errorf("QuorumHolder counted readers: %+v", h)
 	}
 }

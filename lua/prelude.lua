@@ -491,6 +491,31 @@ local function otherReaders(readers, leases, owner)
   return -1
 end
 
+-- liveHolders reads, changing nothing, the holders kept as an RWMutex keeps
+-- its readers (counts in hash, lease ends in the sorted set leases) whose
+-- lease has not ended: a flat list of owner, count, remaining lease (ms),
+-- soonest end first. Another type at either key is foreign data; roles
+-- names the keys' roles in that error, as dropEnded's does.
+local function liveHolders(hash, leases, roles)
+  roles = roles or {'readers', 'readers'}
+  if not pcall(redis.call, 'HLEN', hash) then
+    foreign(hash, roles[1])
+  end
+  local now = serverTime()
+  local ok, live = pcall(redis.call, 'ZRANGEBYSCORE', leases, '(' .. now, '+inf', 'WITHSCORES')
+  if not ok then
+    foreign(leases, roles[2])
+  end
+  local out = {}
+  for i = 1, #live, 2 do
+    local owner = live[i]
+    out[#out + 1] = owner
+    out[#out + 1] = tonumber(redis.call('HGET', hash, owner) or '0')
+    out[#out + 1] = tonumber(live[i + 1]) - now
+  end
+  return out
+end
+
 -- markOf returns the owner named by the mark ('' when there is none);
 -- another type there is foreign data.
 local function markOf(mark)

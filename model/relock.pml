@@ -144,9 +144,12 @@
  * refusal that takes nothing, which R_HELD already is) and the owner that
  * expects the hand-off ends the reservation as it reads it (GETDEL, in
  * prelude.lua's reservedFor): the reservation only, so only the lines
- * changed.
+ * changed. Later that day prelude.lua gained liveHolders, which
+ * inspect.lua and seminspect.lua call to read readers and semaphore
+ * holders: no script the model stands for calls it (lua.go gives each
+ * script only the helpers it calls), so only the line changed.
  */
-/* checksum lua/prelude.lua sha256:bfc7b6193ce1b082c715ea030885417979965d3cd12495401a44f26650261301 */
+/* checksum lua/prelude.lua sha256:32ddbd7907cbf918b3cb588798d11e4145fb0dad20e91b2c162407e0d9e53f8f */
 /* checksum lua/acquire.lua sha256:bcd38b19ea4a25fe19d06a096c42ac051048bcb87696f0475fb3ea1fb5b74b67 */
 /* checksum lua/release.lua sha256:d533c9b15435041caa73bec9b70fa48bb0e39740d4595f55ffc7ad67dcf0cda1 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */

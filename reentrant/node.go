@@ -432,28 +432,61 @@ func renewArgs(op Op) []any {
 
 // Info is a lock's state on one node.
 type Info struct {
-	// Holders maps each owner to its hold count; empty when the lock is free.
+	// Holders maps each owner to its hold count (a Mutex's, or an
+	// RWMutex's writer's); empty when no one holds it so.
 	Holders map[string]int64
-	// TTL is the remaining lease: -2 when the key does not exist, -1 when it
-	// has no expiry.
+	// TTL is the remaining lease of those holds: -2 when the key does not
+	// exist, -1 when it has no expiry.
 	TTL time.Duration
 	// Fence is the node's fencing counter.
 	Fence int64
+	// Readers are an RWMutex's readers whose lease has not ended, each with
+	// its own lease; empty for a lock of another kind.
+	Readers map[string]LeasedHold
+}
+
+// LeasedHold is a hold with a lease of its own on one node: an RWMutex's
+// reader's (its read hold count) or a semaphore holder's (its permits).
+type LeasedHold struct {
+	Count int64         // the read hold count, or the permits held
+	TTL   time.Duration // what is left of its lease there
+}
+
+// leasedHolds parses a reply of liveHolders (lua/prelude.lua): owner,
+// count, remaining lease (ms), for each holder.
+func leasedHolds(reply []any) (map[string]LeasedHold, error) {
+	if len(reply)%3 != 0 {
+		return nil, fmt.Errorf("unexpected holders %v", reply)
+	}
+	out := make(map[string]LeasedHold, len(reply)/3)
+	for i := 0; i+2 < len(reply); i += 3 {
+		owner, _ := reply[i].(string)
+		out[owner] = LeasedHold{Count: asInt(reply[i+1]), TTL: pttl(asInt(reply[i+2]))}
+	}
+	return out, nil
 }
 
 // Inspect reads the lock's state without changing it.
 func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
-	reply, err := n.calls.run(ctx, lua.Inspect, []string{key.Lock, key.Fence}).Slice()
+	reply, err := n.calls.run(ctx, lua.Inspect, []string{key.Lock, key.Fence, key.Readers(), key.ReadLeases()}).Slice()
 	if err != nil {
 		return Info{}, n.scriptError(key, err)
 	}
-	if len(reply) < 2 || len(reply)%2 != 0 {
+	var holders, readers []any
+	if len(reply) == 4 {
+		holders, _ = reply[2].([]any)
+		readers, _ = reply[3].([]any)
+	}
+	if len(reply) != 4 || len(holders)%2 != 0 {
 		return Info{}, fmt.Errorf("relock: inspect: unexpected reply %v", reply)
 	}
 	info := Info{Holders: make(map[string]int64), TTL: pttl(asInt(reply[0])), Fence: asInt(reply[1])}
-	for i := 2; i+1 < len(reply); i += 2 {
-		owner, _ := reply[i].(string)
-		info.Holders[owner] = asInt(reply[i+1])
+	for i := 0; i+1 < len(holders); i += 2 {
+		owner, _ := holders[i].(string)
+		info.Holders[owner] = asInt(holders[i+1])
+	}
+	if info.Readers, err = leasedHolds(readers); err != nil {
+		return Info{}, fmt.Errorf("relock: inspect: %w", err)
 	}
 	return info, nil
 }

@@ -84,13 +84,13 @@ func (n *Node) InspectSemaphore(ctx context.Context, key Key) (map[string]Semaph
 	if err != nil {
 		return nil, n.scriptError(key, err)
 	}
-	if len(reply)%3 != 0 {
-		return nil, fmt.Errorf("relock: inspect semaphore: unexpected reply %v", reply)
+	holds, err := leasedHolds(reply)
+	if err != nil {
+		return nil, fmt.Errorf("relock: inspect semaphore: %w", err)
 	}
-	out := make(map[string]SemaphoreHolder, len(reply)/3)
-	for i := 0; i+2 < len(reply); i += 3 {
-		owner, _ := reply[i].(string)
-		out[owner] = SemaphoreHolder{Permits: asInt(reply[i+1]), TTL: pttl(asInt(reply[i+2]))}
+	out := make(map[string]SemaphoreHolder, len(holds))
+	for owner, h := range holds {
+		out[owner] = SemaphoreHolder{Permits: h.Count, TTL: h.TTL}
 	}
 	return out, nil
 }

@@ -18,15 +18,19 @@ var inspectCommand = &command{
 	setup:        setupInspect,
 	help: `
 Reads the lock NAME on every node, without changing it, and shows whether one
-owner holds it on a quorum (N/2+1 nodes), then each node's view: the holders
-(CLIENTID:OWNERID) and their hold counts, the remaining lease (TTL), the
-node's fencing counter, and the nodes that could not be read. Exit status 4
-when fewer than a quorum could be read: the lock's state is then unknown.
+owner holds it on a quorum (N/2+1 nodes), or which readers of an RWMutex
+read it on a quorum, then each node's view: the holders (CLIENTID:OWNERID)
+and their hold counts, the remaining lease (TTL), the node's fencing
+counter, and the nodes that could not be read. An RWMutex's readers are
+marked (read), each with its own lease. Exit status 4 when fewer than a
+quorum could be read: the lock's state is then unknown.
 
 With --json: an object with name, quorum, answered (nodes read), held,
-holder (owner, count, ttl_ms, nodes; absent when not held) and nodes (node,
-addr, holders, ttl_ms, fence, error). ttl_ms is -1 for a key that never
-expires, and absent on a node where the lock is free.`,
+holder (owner, count, ttl_ms, nodes; absent when not held), readers (the
+same for each reader on a quorum; absent when none) and nodes (node, addr,
+holders, ttl_ms, fence, readers: owner -> count and ttl_ms, error). ttl_ms
+is -1 for a key that never expires, and absent on a node where the lock is
+free.`,
 	examples: `
   relock inspect nightly-report
   relock inspect --json nightly-report | jq -r '.holder.owner // "free"'`,

@@ -26,7 +26,8 @@ var lsCommand = &command{
 Lists the locks held on a quorum of the nodes now, whose names match the
 glob PATTERN (as Redis's SCAN MATCH: * ? [abc] and \ to escape; default
 every lock): name, holder, hold count, remaining lease (TTL), and on how
-many nodes the holder has it. Each node is read with SCAN, at most --limit
+many nodes the holder has it; an RWMutex's readers on a quorum each get a
+row, marked (read), with their own lease. Each node is read with SCAN, at most --limit
 locks from each; a node with more is reported and the list is incomplete.
 Every lock found is then read on every node, as inspect reads it. Exit
 status 4 when fewer than a quorum of the nodes could be read.
@@ -117,7 +118,7 @@ func list(ctx context.Context, c *lock.Client, pattern string, limit int, all bo
 		return nil, ierr
 	}
 	for _, v := range views {
-		if v.Held || all && v.keyNodes() > 0 {
+		if v.Held || v.readHeld() || all && v.keyNodes() > 0 {
 			out.Locks = append(out.Locks, v)
 		}
 	}
@@ -146,13 +147,18 @@ func inspectAll(ctx context.Context, c *lock.Client, names []string) ([]lockView
 
 // writeTable writes the locks as a table: name, holder, count, TTL, and
 // the nodes that have the holder's hold (or the lock's key, for a lock not
-// held on a quorum).
+// held on a quorum); a row for each reader on a quorum too.
 func (o *lsOut) writeTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tHOLDER\tCOUNT\tTTL\tNODES")
 	for _, v := range o.Locks {
 		if h := v.Holder; h != nil {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d/%d\n", displayName(v.Name), h.Owner, h.Count, formatTTL(h.TTLms), h.Nodes, len(v.Nodes))
+		}
+		for _, r := range v.Readers {
+			fmt.Fprintf(tw, "%s\t%s (read)\t%d\t%s\t%d/%d\n", displayName(v.Name), r.Owner, r.Count, formatTTL(r.TTLms), r.Nodes, len(v.Nodes))
+		}
+		if v.Held || v.readHeld() {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t(no quorum)\t-\t-\t%d/%d\n", displayName(v.Name), v.keyNodes(), len(v.Nodes))

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,12 +17,13 @@ import (
 // lockView is one lock as inspect and ls show it: the quorum's view and
 // each node's. It is also their --json output.
 type lockView struct {
-	Name     string     `json:"name"`
-	Quorum   int        `json:"quorum"`   // nodes that must agree: N/2+1
-	Answered int        `json:"answered"` // nodes that could be read
-	Held     bool       `json:"held"`     // one owner holds it on a quorum
-	Holder   *holderOut `json:"holder,omitempty"`
-	Nodes    []nodeOut  `json:"nodes"`
+	Name     string      `json:"name"`
+	Quorum   int         `json:"quorum"`   // nodes that must agree: N/2+1
+	Answered int         `json:"answered"` // nodes that could be read
+	Held     bool        `json:"held"`     // one owner holds it on a quorum
+	Holder   *holderOut  `json:"holder,omitempty"`
+	Readers  []holderOut `json:"readers,omitempty"` // an RWMutex's readers on a quorum, each with its own lease
+	Nodes    []nodeOut   `json:"nodes"`
 }
 
 // holderOut is the owner that holds a lock on a quorum (lock.Holder).
@@ -34,12 +36,19 @@ type holderOut struct {
 
 // nodeOut is one node's view of a lock (lock.NodeState).
 type nodeOut struct {
-	Node    int              `json:"node"`
-	Addr    string           `json:"addr"`
-	Holders map[string]int64 `json:"holders"`          // owner → hold count; null when unreadable
-	TTLms   *int64           `json:"ttl_ms,omitempty"` // the key's remaining lease; absent when free; -1: never expires
-	Fence   int64            `json:"fence"`            // the node's fencing counter
-	Error   string           `json:"error,omitempty"`  // why the node could not be read
+	Node    int                  `json:"node"`
+	Addr    string               `json:"addr"`
+	Holders map[string]int64     `json:"holders"`           // owner → hold count; null when unreadable
+	TTLms   *int64               `json:"ttl_ms,omitempty"`  // the key's remaining lease; absent when free; -1: never expires
+	Fence   int64                `json:"fence"`             // the node's fencing counter
+	Readers map[string]readerOut `json:"readers,omitempty"` // an RWMutex's readers there: owner → read hold
+	Error   string               `json:"error,omitempty"`   // why the node could not be read
+}
+
+// readerOut is one reader's hold on one node (reentrant.LeasedHold).
+type readerOut struct {
+	Count int64 `json:"count"`  // read hold count
+	TTLms int64 `json:"ttl_ms"` // what is left of its own lease there
 }
 
 // newLockView builds the view of the lock name from Inspect's states.
@@ -56,25 +65,42 @@ func newLockView(name string, states []lock.NodeState, quorum int) lockView {
 				ms := ttlMillis(s.Info.TTL)
 				n.TTLms = &ms
 			}
+			for owner, r := range s.Info.Readers {
+				if n.Readers == nil {
+					n.Readers = make(map[string]readerOut)
+				}
+				n.Readers[owner] = readerOut{Count: r.Count, TTLms: ttlMillis(r.TTL)}
+			}
 		}
 		v.Nodes[i] = n
 	}
 	if h, ok := lock.QuorumHolder(states, quorum); ok {
 		v.Held = true
-		v.Holder = &holderOut{Owner: h.Owner, Count: h.Count, TTLms: ttlMillis(h.TTL), Nodes: h.Nodes}
+		v.Holder = newHolderOut(h)
+	}
+	for _, r := range lock.QuorumReaders(states, quorum) {
+		v.Readers = append(v.Readers, *newHolderOut(r))
 	}
 	return v
 }
+
+func newHolderOut(h lock.Holder) *holderOut {
+	return &holderOut{Owner: h.Owner, Count: h.Count, TTLms: ttlMillis(h.TTL), Nodes: h.Nodes}
+}
+
+// readHeld reports whether readers read the lock on a quorum.
+func (v lockView) readHeld() bool { return len(v.Readers) > 0 }
 
 // known reports whether enough nodes answered for the quorum's view to be
 // known.
 func (v lockView) known() bool { return v.Answered >= v.Quorum }
 
-// keyNodes is how many nodes have the lock's key, whoever holds it there.
+// keyNodes is how many nodes have the lock's key or its readers, whoever
+// holds it there.
 func (v lockView) keyNodes() int {
 	n := 0
 	for _, node := range v.Nodes {
-		if len(node.Holders) > 0 {
+		if len(node.Holders) > 0 || len(node.Readers) > 0 {
 			n++
 		}
 	}
@@ -91,14 +117,21 @@ func (v lockView) summary() string {
 		h := v.Holder
 		return fmt.Sprintf("lock %q: held by %s (count %d, TTL %s) on %d of %d nodes (quorum %d)",
 			v.Name, h.Owner, h.Count, formatTTL(h.TTLms), h.Nodes, all, v.Quorum)
+	case v.readHeld():
+		readers := make([]string, len(v.Readers))
+		for i, r := range v.Readers {
+			readers[i] = fmt.Sprintf("%s (count %d, TTL %s, %d nodes)", r.Owner, r.Count, formatTTL(r.TTLms), r.Nodes)
+		}
+		return fmt.Sprintf("lock %q: read by %s, each on a quorum of %d of %d nodes", v.Name, strings.Join(readers, ", "), v.Quorum, all)
 	case v.keyNodes() > 0:
 		return fmt.Sprintf("lock %q: not held: present on %d of %d nodes, fewer than the quorum of %d", v.Name, v.keyNodes(), all, v.Quorum)
 	}
 	return fmt.Sprintf("lock %q: free on all %d nodes that answered (of %d)", v.Name, v.Answered, all)
 }
 
-// writeNodes writes the per-node table of v: one row per holder on each
-// node, a dash for a free node, the error for an unreadable one.
+// writeNodes writes the per-node table of v: one row per holder and per
+// reader (marked "(read)", with its own lease) on each node, a dash for a
+// free node, the error for an unreadable one.
 func (v lockView) writeNodes(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tHOLDER\tCOUNT\tTTL\tFENCE")
@@ -107,11 +140,15 @@ func (v lockView) writeNodes(w io.Writer) error {
 		case n.Error != "":
 			// The last cell: a long error does not widen the holder column.
 			fmt.Fprintf(tw, "%d\t%s\tunreachable: %s\n", n.Node, n.Addr, n.Error)
-		case len(n.Holders) == 0:
+		case len(n.Holders) == 0 && len(n.Readers) == 0:
 			fmt.Fprintf(tw, "%d\t%s\t-\t-\t-\t%d\n", n.Node, n.Addr, n.Fence)
 		default:
 			for _, owner := range slices.Sorted(maps.Keys(n.Holders)) {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\n", n.Node, n.Addr, owner, n.Holders[owner], formatTTL(*n.TTLms), n.Fence)
+			}
+			for _, owner := range slices.Sorted(maps.Keys(n.Readers)) {
+				r := n.Readers[owner]
+				fmt.Fprintf(tw, "%d\t%s\t%s (read)\t%d\t%s\t%d\n", n.Node, n.Addr, owner, r.Count, formatTTL(r.TTLms), n.Fence)
 			}
 		}
 	}

@@ -93,3 +93,48 @@ job    a            2      8s   2/3
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// readNodes is an RWMutex read by "r" on nodes 0 and 1 and by "s" on node 2
+// alone, with no writer.
+func readNodes() []lock.NodeState {
+	read := func(holds map[string]reentrant.LeasedHold) reentrant.Info {
+		return reentrant.Info{Holders: map[string]int64{}, TTL: -2, Readers: holds}
+	}
+	return []lock.NodeState{
+		{Node: 0, Addr: "r1:6379", Info: read(map[string]reentrant.LeasedHold{"r": {Count: 2, TTL: 9 * time.Second}})},
+		{Node: 1, Addr: "r2:6379", Info: read(map[string]reentrant.LeasedHold{"r": {Count: 1, TTL: 8 * time.Second}})},
+		{Node: 2, Addr: "r3:6379", Info: read(map[string]reentrant.LeasedHold{"s": {Count: 1, TTL: 3 * time.Second}})},
+	}
+}
+
+func TestLockViewOfReaders(t *testing.T) {
+	v := newLockView("cfg", readNodes(), 2)
+	if v.Held || !v.readHeld() || len(v.Readers) != 1 || v.Readers[0] != (holderOut{Owner: "r", Count: 1, TTLms: 8000, Nodes: 2}) {
+		t.Fatalf("view: %+v", v)
+	}
+	if got, want := v.summary(), `lock "cfg": read by r (count 1, TTL 8s, 2 nodes), each on a quorum of 2 of 3 nodes`; got != want {
+		t.Errorf("summary %q; want %q", got, want)
+	}
+	var b strings.Builder
+	if err := v.writeNodes(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `NODE  ADDRESS  HOLDER    COUNT  TTL  FENCE
+0     r1:6379  r (read)  2      9s   0
+1     r2:6379  r (read)  1      8s   0
+2     r3:6379  s (read)  1      3s   0
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := (&lsOut{Locks: []lockView{v}}).writeTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	want = `NAME  HOLDER    COUNT  TTL  NODES
+cfg   r (read)  1      8s   2/3
+`
+	if b.String() != want {
+		t.Errorf("ls table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
