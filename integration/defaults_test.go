@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/integration/fixture"
 	"github.com/relock-go/relock/lock"
 	"github.com/relock-go/relock/lua"
 	"github.com/relock-go/relock/reentrant"
@@ -45,9 +46,24 @@ const (
 // them; each has one connection open. They are closed with the test.
 func defaultClients(t *testing.T, n int) []redis.UniversalClient {
 	t.Helper()
+	return directClients(t, n, func(addr string) *redis.Options { return &redis.Options{Addr: addr} })
+}
+
+// fixtureClients returns clients of the first n nodes, direct, with the
+// fixture's own settings whatever RELOCK_TEST_CLIENTS says (no retries: a
+// call is never sent twice), for a test whose assertions depend on them.
+func fixtureClients(t *testing.T, n int) []redis.UniversalClient {
+	t.Helper()
+	return directClients(t, n, fixture.FixtureOptions)
+}
+
+// directClients returns clients of the first n nodes, direct (no link),
+// made with options, closed when the test ends.
+func directClients(t *testing.T, n int, options func(addr string) *redis.Options) []redis.UniversalClient {
+	t.Helper()
 	out := make([]redis.UniversalClient, n)
 	for i := range n {
-		rdb := redis.NewClient(&redis.Options{Addr: cluster.Nodes[i].Addr()})
+		rdb := redis.NewClient(options(cluster.Nodes[i].Addr()))
 		t.Cleanup(func() { _ = rdb.Close() })
 		require.NoError(t, rdb.Ping(ctxFor(t, 5*time.Second)).Err(), "node %d", i)
 		out[i] = rdb

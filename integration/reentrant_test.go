@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/integration/fixture"
 	"github.com/relock-go/relock/lua"
 	"github.com/relock-go/relock/pubsub"
 	"github.com/relock-go/relock/reentrant"
@@ -663,7 +664,10 @@ func TestReentrantHandOffAloneReservesNothing(t *testing.T) {
 // answers alike under each combination and leaves the same state. A
 // refusal expected as such runs neither EXISTS nor HLEN.
 func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
-	node, direct := singleNode(t)
+	_, direct := singleNode(t)
+	// A client that never sends a call twice: the commands counted below
+	// are those of its path (through one that may, a refusal also buries).
+	node := reentrant.NewNode(fixtureClients(t, 1)[0], 0)
 	ctx := t.Context()
 	type hints struct {
 		noStrays bool
@@ -853,7 +857,11 @@ func TestReentrantScriptFlushCostsOneRoundTrip(t *testing.T) {
 	c := reset(t)
 	ctx := t.Context()
 	rec := &tripRecorder{}
-	client := c.Nodes[0].Link().NewClient()
+	// The fixture's settings whatever RELOCK_TEST_CLIENTS says: a new
+	// connection sends nothing (no HELLO, no CLIENT SETINFO) the recorder
+	// would count as a trip.
+	client := redis.NewClient(fixture.FixtureOptions(c.Nodes[0].Link().Addr()))
+	t.Cleanup(func() { _ = client.Close() })
 	client.AddHook(rec)
 	node := reentrant.NewNode(client, 0)
 	direct := c.Nodes[0].Direct()
