@@ -22,7 +22,11 @@ func TestNameOfKeyUndoesNewKey(t *testing.T) {
 					t.Errorf("nameOfKey(%q, %q) = %q, %v; want %q", prefix, k, got, ok, name)
 				}
 			}
-			for _, other := range []string{key.Fence, key.Tombstone("c:o"), key.Channel, key.Queue, key.ReadLeases(), key.ReadTombstone("c:o"), key.WriterWaiting()} {
+			sem, err := reentrant.NewSemaphoreKey(prefix, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, other := range []string{key.Fence, key.Tombstone("c:o"), key.Channel, key.Queue, key.ReadLeases(), key.ReadTombstone("c:o"), key.WriterWaiting(), sem.Lock, sem.Leases} {
 				if got, ok := nameOfKey(prefix, other); ok {
 					t.Errorf("nameOfKey(%q, %q) = %q: not a lock hash", prefix, other, got)
 				}
