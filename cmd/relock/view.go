@@ -65,10 +65,10 @@ func newLockView(name string, states []lock.NodeState, quorum int) lockView {
 				ms := ttlMillis(s.Info.TTL)
 				n.TTLms = &ms
 			}
+			if len(s.Info.Readers) > 0 {
+				n.Readers = make(map[string]readerOut, len(s.Info.Readers))
+			}
 			for owner, r := range s.Info.Readers {
-				if n.Readers == nil {
-					n.Readers = make(map[string]readerOut)
-				}
 				n.Readers[owner] = readerOut{Count: r.Count, TTLms: ttlMillis(r.TTL)}
 			}
 		}
@@ -84,6 +84,7 @@ func newLockView(name string, states []lock.NodeState, quorum int) lockView {
 	return v
 }
 
+// newHolderOut is h as the output gives it.
 func newHolderOut(h lock.Holder) *holderOut {
 	return &holderOut{Owner: h.Owner, Count: h.Count, TTLms: ttlMillis(h.TTL), Nodes: h.Nodes}
 }
