@@ -77,8 +77,13 @@ func New(opts Options) (*Client, error) {
 	if opts.Observer != nil {
 		c.obs = *opts.Observer
 	}
+	rep := reentrant.Replication{Replicas: opts.Replicas, Timeout: opts.ReplicaTimeout}
 	for _, n := range opts.Nodes {
-		c.nodes = append(c.nodes, reentrant.NewNode(n, opts.NodeTimeout))
+		node, err := reentrant.NewReplicatedNode(n, opts.NodeTimeout, rep)
+		if err != nil {
+			return nil, err // withDefaults has checked what this checks
+		}
+		c.nodes = append(c.nodes, node)
 		c.addrs = append(c.addrs, nodeAddr(n))
 		c.cleaners = append(c.cleaners, newCleaner(c, len(c.cleaners)))
 	}

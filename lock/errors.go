@@ -35,6 +35,10 @@ var (
 	// ErrInvalidArgument is returned, wrapped with the option or argument at
 	// fault and why, for bad input. Nothing is sent to Redis.
 	ErrInvalidArgument = reentrant.ErrInvalidArgument
+	// ErrNotReplicated is a node's cause in a QuorumError, in the replicated
+	// mode (Options.Replicas), when a write ran on the node but fewer of its
+	// replicas than Replicas acknowledged it within ReplicaTimeout.
+	ErrNotReplicated = reentrant.ErrNotReplicated
 	// ErrWrongType is matched by a *reentrant.WrongTypeError: the lock's key
 	// holds data someone else stored. relock leaves it untouched.
 	ErrWrongType = reentrant.ErrWrongType

@@ -28,6 +28,34 @@ func ExampleNew() {
 	defer c.Close()
 }
 
+// The replicated mode, for one master with replicas behind Sentinel: each
+// write waits (WAIT) until a replica has it, so Lock returns a lock that a
+// failover to that replica keeps.
+func ExampleOptions_replicas() {
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    "locks",
+		SentinelAddrs: []string{"sentinel-a:26379", "sentinel-b:26379", "sentinel-c:26379"},
+	})
+	defer rdb.Close()
+	c, err := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}, Replicas: 1})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m := c.NewMutex("invoices")
+	if err := m.Lock(ctx); err != nil {
+		if errors.Is(err, lock.ErrNotReplicated) {
+			fmt.Println("the master took it, but no replica acknowledged in time")
+		}
+		fmt.Println("not locked:", err)
+		return
+	}
+	defer m.Unlock(context.Background())
+}
+
 // Lock blocks until the lock is free; ctx bounds the wait, not the hold.
 // Without an explicit lease the watchdog keeps the lock until Unlock.
 func ExampleMutex_Lock() {

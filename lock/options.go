@@ -136,6 +136,34 @@ type Options struct {
 	// for lack of a quorum (nodes down or slow). Default 20ms.
 	RetryDelay time.Duration
 
+	// Replicas turns on the replicated mode when above zero, for nodes that
+	// are masters with replicas (a Sentinel group's failover client, or a
+	// master and its replicas): every write relock makes on a node is
+	// followed, in the same round trip and on the same connection, by
+	// WAIT Replicas ReplicaTimeout, and counts as done on that node only
+	// when at least Replicas replicas acknowledged it. A write they did not
+	// acknowledge in time is that node's failure (ErrNotReplicated, in the
+	// QuorumError): an acquire undoes it, a renewal that cannot reach a
+	// quorum this way ends in a loss, a release is sent again in the
+	// background. So a lock is handed out only once it survives the
+	// master's failover to one of those replicas, barring a failover to a
+	// replica that had not acknowledged (Redis replication stays
+	// asynchronous: WAIT narrows the window, it does not close it).
+	//
+	// It costs each write round trip the replicas' acknowledgement, and
+	// makes every lock operation fail while fewer replicas than Replicas
+	// are connected. It works with plain and failover *redis.Client nodes;
+	// a *redis.ClusterClient node is rejected (its pipelines would send WAIT
+	// to some other shard). Zero (the default) is the quorum mode alone.
+	Replicas int
+
+	// ReplicaTimeout bounds each WAIT of the replicated mode: how long a
+	// write waits for its replicas' acknowledgements. It must be at least a
+	// millisecond (WAIT counts milliseconds) and below NodeTimeout (or its
+	// adaptive floor), since it adds to a node's round trip. Default: half
+	// of NodeTimeout (50 ms with the adaptive timeout).
+	ReplicaTimeout time.Duration
+
 	// Logger receives relock's diagnostics (quorum failures, losses,
 	// background clean-ups). Default: discard.
 	Logger *slog.Logger
@@ -176,6 +204,9 @@ func (o Options) withDefaults() (Options, error) {
 	if err := checkLease("Lease", o.Lease, o.NodeTimeout); err != nil {
 		return o, err
 	}
+	if err := o.replicatedMode(); err != nil {
+		return o, err
+	}
 	if o.RetryDelay, err = durationOrDefault("RetryDelay", o.RetryDelay, DefaultRetryDelay); err != nil {
 		return o, err
 	}
@@ -193,6 +224,33 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
+}
+
+// replicatedMode validates Replicas and ReplicaTimeout, once NodeTimeout is
+// known, and fills in ReplicaTimeout's default.
+func (o *Options) replicatedMode() error {
+	switch {
+	case o.Replicas < 0:
+		return invalid("Replicas", fmt.Sprintf("%d is negative", o.Replicas))
+	case o.ReplicaTimeout < 0:
+		return invalid("ReplicaTimeout", fmt.Sprintf("%v is negative", o.ReplicaTimeout))
+	case o.Replicas == 0:
+		if o.ReplicaTimeout != 0 {
+			return invalid("ReplicaTimeout", "set without Replicas")
+		}
+		return nil
+	case o.ReplicaTimeout == 0:
+		o.ReplicaTimeout = o.NodeTimeout / 2
+	}
+	if o.ReplicaTimeout < time.Millisecond || o.ReplicaTimeout >= o.NodeTimeout {
+		return invalid("ReplicaTimeout", fmt.Sprintf("%v is outside [1ms, NodeTimeout (%v))", o.ReplicaTimeout, o.NodeTimeout))
+	}
+	for i, n := range o.Nodes {
+		if _, plain := n.(*redis.Client); !plain {
+			return invalid("Replicas", fmt.Sprintf("node %d is a %T: WAIT would not follow its writes; give plain or failover clients", i, n))
+		}
+	}
+	return nil
 }
 
 // durationOrDefault rejects a negative duration option and replaces zero

@@ -17,7 +17,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:2"})
 	sameAsA := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = sameAsA.Close(); _ = ring.Close() })
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:3"}})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = sameAsA.Close(); _ = ring.Close(); _ = cluster.Close() })
 
 	cases := []struct {
 		name   string
@@ -36,6 +37,13 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"negative drift", lock.Options{Nodes: []redis.UniversalClient{a}, ClockDriftFactor: -0.1}, "ClockDriftFactor"},
 		{"drift too large", lock.Options{Nodes: []redis.UniversalClient{a}, ClockDriftFactor: 0.5}, "ClockDriftFactor"},
 		{"negative retry delay", lock.Options{Nodes: []redis.UniversalClient{a}, RetryDelay: -time.Millisecond}, "RetryDelay"},
+		{"negative replicas", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: -1}, "Replicas"},
+		{"replica timeout without replicas", lock.Options{Nodes: []redis.UniversalClient{a}, ReplicaTimeout: time.Millisecond}, "ReplicaTimeout"},
+		{"negative replica timeout", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: 1, ReplicaTimeout: -time.Millisecond}, "ReplicaTimeout"},
+		{"replica timeout below WAIT's millisecond", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: 1, ReplicaTimeout: time.Microsecond}, "ReplicaTimeout"},
+		{"replica timeout not below node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: 1, NodeTimeout: 50 * time.Millisecond, ReplicaTimeout: 50 * time.Millisecond}, "ReplicaTimeout"},
+		{"replica timeout not below the adaptive floor", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: 1, ReplicaTimeout: lock.NodeTimeoutFloor}, "ReplicaTimeout"},
+		{"replicas through a cluster client", lock.Options{Nodes: []redis.UniversalClient{a, cluster, b}, Replicas: 1}, "ClusterClient"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,5 +104,32 @@ func TestNodeTimeoutModes(t *testing.T) {
 		if c != nil {
 			_ = c.Close()
 		}
+	}
+}
+
+// The replicated mode's options: ReplicaTimeout defaults to half the node
+// timeout (fixed, or the adaptive floor), and a Sentinel failover client is
+// a plain *redis.Client to it.
+func TestReplicatedModeOptions(t *testing.T) {
+	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	failover := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:2"}})
+	t.Cleanup(func() { _ = a.Close(); _ = failover.Close() })
+	for _, tc := range []struct {
+		name string
+		opts lock.Options
+	}{
+		{"adaptive node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: 1}},
+		{"fixed node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: 2, NodeTimeout: 80 * time.Millisecond}},
+		{"explicit replica timeout", lock.Options{Nodes: []redis.UniversalClient{failover}, Replicas: 1, ReplicaTimeout: 99 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := lock.New(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

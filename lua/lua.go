@@ -62,7 +62,7 @@ var (
 	// Renew extends the lease of a lock its owner holds.
 	Renew = New("renew", renewSource)
 	// Inspect reads a lock's holders, counts, lease and fencing counter.
-	Inspect = New("inspect", inspectSource)
+	Inspect = New("inspect", inspectSource).readOnly()
 	// ForceUnlock deletes a lock whoever holds it.
 	ForceUnlock = New("forceunlock", forceUnlockSource)
 	// Fence raises a lock's fencing counter.
@@ -85,15 +85,26 @@ var (
 	// SemRenew extends the lease of the permits an owner holds.
 	SemRenew = withHelpers("semrenew", semRenewSource, semaphoreHelpers)
 	// SemInspect reads a semaphore's live holders, their permits and leases.
-	SemInspect = withHelpers("seminspect", semInspectSource, semaphoreHelpers)
+	SemInspect = withHelpers("seminspect", semInspectSource, semaphoreHelpers).readOnly()
 )
 
 // Script is a Lua script with its SHA1 digest precomputed.
 type Script struct {
-	name   string
-	source string
-	sha    string
+	name     string
+	source   string
+	sha      string
+	readonly bool // it never writes (see ReadOnly)
 }
+
+// readOnly marks s as a script that never writes, and returns it.
+func (s *Script) readOnly() *Script {
+	s.readonly = true
+	return s
+}
+
+// ReadOnly reports whether the script only reads: a node in the replicated
+// mode (reentrant.Replication) need not wait for replicas after it.
+func (s *Script) ReadOnly() bool { return s.readonly }
 
 // New returns a script named name (used in errors and logs) whose body is
 // source, preceded by the helpers of prelude.lua it calls.

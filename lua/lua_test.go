@@ -141,3 +141,34 @@ func readFile(t *testing.T, name string) string {
 	}
 	return string(b)
 }
+
+// A script is marked read-only (the replicated mode sends no WAIT after
+// it, and does not fail it for want of replicas) exactly when every
+// command it may call, its helpers' included, only reads.
+func TestReadOnlyScriptsCallOnlyReads(t *testing.T) {
+	reads := map[string]bool{"EXISTS": true, "GET": true, "HGET": true, "HGETALL": true, "HKEYS": true, "HLEN": true,
+		"HMGET": true, "PTTL": true, "TIME": true, "TYPE": true, "ZCARD": true, "ZRANGE": true, "ZRANGEBYSCORE": true}
+	// A command is named by a literal, or by a choice of two
+	// (`cond and 'A' or 'B'`).
+	named := regexp.MustCompile(`(?:redis\.p?call\(\s*|pcall\(redis\.call,\s*)(?:'([A-Z]+)'|\w+ and '([A-Z]+)' or '([A-Z]+)')`)
+	anyCall := regexp.MustCompile(`redis\.p?call\(|pcall\(redis\.call`)
+	for _, s := range allScripts {
+		code := lua.Code(s.Source())
+		calls := named.FindAllStringSubmatch(code, -1)
+		if len(calls) != len(anyCall.FindAllString(code, -1)) {
+			t.Errorf("%s: calls a command whose name is not a literal: the test cannot tell whether it writes", s.Name())
+			continue
+		}
+		var writes []string
+		for _, m := range calls {
+			for _, cmd := range m[1:] {
+				if cmd != "" && !reads[cmd] {
+					writes = append(writes, cmd)
+				}
+			}
+		}
+		if s.ReadOnly() != (len(writes) == 0) {
+			t.Errorf("%s: ReadOnly() = %v, but it may call %v", s.Name(), s.ReadOnly(), writes)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 			sent = append(sent, i)
 		}
 	}
-	for j, cmd := range runPipelined(ctx, n.rdb, calls) {
+	for j, cmd := range runPipelined(ctx, n.rdb, n.rep, calls) {
 		i := sent[j]
 		r := &results[i]
 		if changes[i].Release {
@@ -178,15 +178,21 @@ type scriptCall struct {
 // runPipelined sends calls in one pipelined round trip and returns their
 // replies in order; the calls a node answered NOSCRIPT to (it lost its
 // script cache) go again (see recoverNoScript).
-func runPipelined(ctx context.Context, rdb redis.UniversalClient, calls []scriptCall) []*redis.Cmd {
+func runPipelined(ctx context.Context, rdb redis.UniversalClient, rep Replication, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	sent, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {
 			cmds[i] = c.script.RunSHA(ctx, p, c.keys, c.args...)
 		}
+		rep.wait(ctx, p)
 		return nil
 	})
-	recoverNoScript(ctx, rdb, calls, cmds)
+	if err := rep.shortfall(sent); err != nil {
+		for i, c := range calls {
+			unreplicated(cmds[i], c.script, err)
+		}
+	}
+	recoverNoScript(ctx, rdb, rep, calls, cmds)
 	return cmds
 }
 
@@ -198,14 +204,28 @@ func runPipelined(ctx context.Context, rdb redis.UniversalClient, calls []script
 // several nodes (a cluster's), a call on a node that did not get the source
 // meets NOSCRIPT again: those scripts are loaded (a cluster client loads
 // them on every master) and those calls go once more; a failed load is the
-// reply of its calls.
-func recoverNoScript(ctx context.Context, rdb redis.UniversalClient, calls []scriptCall, cmds []*redis.Cmd) {
+// reply of its calls. In the replicated mode rep each round trip ends with
+// its WAIT, as the first did.
+func recoverNoScript(ctx context.Context, rdb redis.UniversalClient, rep Replication, calls []scriptCall, cmds []*redis.Cmd) {
 	missing := noScript(cmds, nil)
 	if len(missing) == 0 {
 		return
 	}
 	sourced := make(map[*lua.Script]bool, 1)
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// resent sends the calls numbered idx in one round trip.
+	resent := func(idx []int, send func(p redis.Pipeliner)) {
+		sent, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			send(p)
+			rep.wait(ctx, p)
+			return nil
+		})
+		if err := rep.shortfall(sent); err != nil {
+			for _, i := range idx {
+				unreplicated(cmds[i], calls[i].script, err)
+			}
+		}
+	}
+	resent(missing, func(p redis.Pipeliner) {
 		for _, i := range missing {
 			c := calls[i]
 			if sourced[c.script] {
@@ -215,7 +235,6 @@ func recoverNoScript(ctx context.Context, rdb redis.UniversalClient, calls []scr
 			sourced[c.script] = true
 			cmds[i] = c.script.RunSource(ctx, p, c.keys, c.args...)
 		}
-		return nil
 	})
 	missing = noScript(cmds, missing)
 	if len(missing) == 0 {
@@ -237,11 +256,10 @@ func recoverNoScript(ctx context.Context, rdb redis.UniversalClient, calls []scr
 	if len(pending) == 0 {
 		return
 	}
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	resent(pending, func(p redis.Pipeliner) {
 		for _, i := range pending {
 			cmds[i] = calls[i].script.RunSHA(ctx, p, calls[i].keys, calls[i].args...)
 		}
-		return nil
 	})
 }
 

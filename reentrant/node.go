@@ -32,6 +32,7 @@ import (
 type Node struct {
 	rdb   redis.UniversalClient
 	calls *pipeliner
+	rep   Replication // writes wait for replicas when on
 	// noRetries: the client never sends a command twice (MaxRetries -1),
 	// so a failure to connect is the whole story of a call.
 	noRetries bool
@@ -48,10 +49,29 @@ const DefaultCallTimeout = time.Second
 // is longer (counted from the moment the trip leaves). A caller whose ctx
 // ends first stops waiting unless its call is already on the wire.
 func NewNode(rdb redis.UniversalClient, callTimeout time.Duration) *Node {
+	n, _ := NewReplicatedNode(rdb, callTimeout, Replication{})
+	return n
+}
+
+// NewReplicatedNode is NewNode in the replicated mode rep (see
+// Replication): each write call answers only once rep.Replicas replicas
+// acknowledged it, or fails with ErrNotReplicated after rep.Timeout. The
+// Timeout adds to a call's round trip, so callTimeout should exceed it. A
+// zero rep is NewNode. A mode WAIT cannot carry out is an error wrapping
+// ErrInvalidArgument, as is a *redis.ClusterClient or *redis.Ring with the
+// mode on: their pipelines would send the WAIT to a server the writes
+// did not go to.
+func NewReplicatedNode(rdb redis.UniversalClient, callTimeout time.Duration, rep Replication) (*Node, error) {
+	if err := rep.check(); err != nil {
+		return nil, err
+	}
+	if _, plain := rdb.(*redis.Client); rep.on() && !plain {
+		return nil, fmt.Errorf("%w: Replicas: a %T node cannot wait for replicas (WAIT goes to one server of it)", ErrInvalidArgument, rdb)
+	}
 	if callTimeout <= 0 {
 		callTimeout = DefaultCallTimeout
 	}
-	return &Node{rdb: rdb, calls: &pipeliner{rdb: rdb, timeout: callTimeout}, noRetries: retriesOff(rdb)}
+	return &Node{rdb: rdb, calls: &pipeliner{rdb: rdb, timeout: callTimeout, rep: rep}, rep: rep, noRetries: retriesOff(rdb)}, nil
 }
 
 // NeverReached reports whether err, the failure of a call to this node,

@@ -26,6 +26,7 @@ const maxPipelines = 4
 type pipeliner struct {
 	rdb     redis.UniversalClient
 	timeout time.Duration // the least a pipeline waits for its replies
+	rep     Replication   // each pipeline that may write ends with WAIT when on
 
 	mu    sync.Mutex
 	queue []*call
@@ -274,16 +275,28 @@ func (p *pipeliner) send(batch []*call) {
 	// A shared trip belongs to no one caller: no caller's values.
 	ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
 	defer cancel()
-	_, _ = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for _, c := range batch {
-			c.cmd = c.runSHA(ctx, pipe)
-		}
-		return nil
-	})
-	p.sendAgain(ctx, batch)
+	p.pipelined(ctx, batch)
 	for _, c := range batch {
 		p.finish(c)
 	}
+}
+
+// pipelined sends batch in one pipelined round trip (ending with WAIT in
+// the replicated mode), and again those calls answered NOSCRIPT.
+func (p *pipeliner) pipelined(ctx context.Context, batch []*call) {
+	sent, _ := p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for _, c := range batch {
+			c.cmd = c.runSHA(ctx, pipe)
+		}
+		p.rep.wait(ctx, pipe)
+		return nil
+	})
+	if err := p.rep.shortfall(sent); err != nil {
+		for _, c := range batch {
+			unreplicated(c.cmd, c.script, err)
+		}
+	}
+	p.sendAgain(ctx, batch)
 }
 
 // sendAgain sends the calls of batch that the node answered NOSCRIPT to
@@ -298,7 +311,7 @@ func (p *pipeliner) sendAgain(ctx context.Context, batch []*call) {
 		calls[i] = scriptCall{script: c.script, keys: c.keys, args: c.args}
 		cmds[i] = c.cmd
 	}
-	recoverNoScript(ctx, p.rdb, calls, cmds)
+	recoverNoScript(ctx, p.rdb, p.rep, calls, cmds)
 	for i, c := range batch {
 		c.cmd = cmds[i]
 	}
@@ -310,9 +323,15 @@ func (p *pipeliner) sendAgain(ctx context.Context, batch []*call) {
 func (p *pipeliner) sendOne(c *call) {
 	ctx, cancel := context.WithDeadline(&c.values, time.Now().Add(max(p.timeout, c.budget)))
 	defer cancel()
-	c.cmd = c.runSHA(ctx, p.rdb)
-	if lua.IsNoScript(c.cmd.Err()) {
-		c.cmd = c.script.RunSource(ctx, p.rdb, c.keys, c.args...)
+	switch {
+	case p.rep.on() && !c.script.ReadOnly():
+		// WAIT must follow the write on its connection: a pipeline.
+		p.pipelined(ctx, []*call{c})
+	default:
+		c.cmd = c.runSHA(ctx, p.rdb)
+		if lua.IsNoScript(c.cmd.Err()) {
+			c.cmd = c.script.RunSource(ctx, p.rdb, c.keys, c.args...)
+		}
 	}
 	p.finish(c)
 }

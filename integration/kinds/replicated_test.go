@@ -1,0 +1,97 @@
+package kinds
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/lock"
+)
+
+// The replicated mode (Options.Replicas) on one Sentinel group, the setup
+// it is for: one master with a replica, no quorum of masters. While the
+// replica receives nothing (CutReplication), the quorum mode alone takes a
+// lock that a failover then loses, so a second owner gets it too (the
+// hazard, shown as the control); the replicated mode refuses the lock with
+// ErrNotReplicated and leaves nothing on the master. Once replication runs,
+// a lock taken in the replicated mode is on the replica when Lock returns,
+// and a hold whose renewals stop reaching the replica is reported lost.
+func TestReplicatedModeRefusesWhatAFailoverWouldLose(t *testing.T) {
+	resetSentinels(t)
+	ctx := testCtx(t, 90*time.Second)
+	g := sentinels.Groups[0]
+	const lease = 2500 * time.Millisecond // 10 × testNodeTimeout; renewed every 833 ms
+	newClient := func(replicas int) *lock.Client {
+		rdb := g.NewClient()
+		closeLater(t, rdb)
+		c := newLockClient(t, lock.Options{Nodes: universal(rdb), Lease: lease, Replicas: replicas})
+		warm(ctx, t, c)
+		return c
+	}
+	quorumOnly, replicated, other := newClient(0), newClient(1), newClient(1)
+
+	_, err := g.CutReplication(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.RestoreReplication(t.Context()) })
+	oldMaster, err := g.Master(ctx)
+	require.NoError(t, err)
+
+	// The quorum mode alone: the master takes the lock, the replica never
+	// hears of it.
+	control := quorumOnly.NewMutex("kinds-replicated-control")
+	ok, err := control.TryLock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok, "the quorum mode takes the lock on the master alone")
+
+	// The replicated mode: the master ran the acquire, WAIT counted no
+	// replica, so the attempt failed and was undone.
+	refused := replicated.NewMutex("kinds-replicated-refused")
+	ok, err = refused.TryLock(ctx)
+	require.False(t, ok)
+	require.ErrorIs(t, err, lock.ErrNotReplicated)
+	require.ErrorIs(t, err, lock.ErrNoQuorum)
+	require.Eventually(t, func() bool {
+		n, err := oldMaster.Direct().Exists(ctx, lockKey(refused.Name())).Result()
+		return err == nil && n == 0
+	}, 2*lease, 20*time.Millisecond, "the refused attempt was not undone on the master")
+
+	// The failover promotes the replica, which never had either lock: the
+	// control's lock is gone, and another owner takes it while its holder
+	// still believes it holds (Redis's asynchronous replication losing a
+	// lock; what the replicated mode refuses to hand out).
+	promoted, err := g.Failover(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, oldMaster, promoted)
+	second := other.NewMutex(control.Name())
+	require.NoError(t, second.Lock(ctx), "the lost lock is free on the promoted master")
+	require.NoError(t, second.Unlock(ctx))
+	require.ErrorIs(t, control.Unlock(ctx), lock.ErrLost, "the control's holder learns of its loss")
+
+	// Replication runs again (the old master is now the replica): a lock
+	// taken in the replicated mode is on the replica as soon as Lock
+	// returns, no waiting; also when the master has lost its scripts, so
+	// that the acquire goes again with its source, WAIT behind it.
+	require.NoError(t, promoted.Direct().ScriptFlush(ctx).Err())
+	held := replicated.NewMutex("kinds-replicated-held")
+	require.NoError(t, held.Lock(ctx))
+	require.NoError(t, held.Lock(ctx))
+	replica, err := g.Replica(ctx)
+	require.NoError(t, err)
+	require.Equal(t, oldMaster, replica)
+	require.EqualValues(t, 2, holdCount(ctx, t, replica.Direct(), held.Name(), held.Owner()),
+		"a write the replicated mode confirmed must be on the replica")
+	require.NoError(t, held.Unlock(ctx))
+
+	// Replication stops while the lock is held: renewals run on the master
+	// but are not acknowledged, so they do not count, and the hold is
+	// reported lost before its lease could outlive a failover.
+	_, err = g.CutReplication(ctx)
+	require.NoError(t, err)
+	select {
+	case <-held.Lost():
+	case <-time.After(3 * lease):
+		t.Fatal("a hold whose renewals no replica acknowledged was not reported lost")
+	}
+	require.ErrorIs(t, held.Unlock(ctx), lock.ErrLost)
+}

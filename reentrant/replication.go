@@ -1,0 +1,87 @@
+package reentrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/lua"
+)
+
+// ErrNotReplicated is matched by the error of a write that ran on the node
+// but that fewer of its replicas than Replication.Replicas acknowledged
+// within Replication.Timeout (see NewReplicatedNode). The write stays on the
+// node: to the caller it is a call whose outcome is unknown, as after a
+// timeout, and a lock package treats that node as not agreeing.
+var ErrNotReplicated = errors.New("relock: write not acknowledged by enough replicas")
+
+// Replication is the replicated mode of a Node: every round trip that
+// carries a script that may write ends with WAIT Replicas Timeout on the
+// same connection, so the node answers only once that many of its replicas
+// have the round trip's writes, or Timeout has passed. WAIT makes a lost
+// write after a failover less likely, not impossible: Redis replication
+// stays asynchronous, and a failover may promote a replica that did not
+// acknowledge.
+type Replication struct {
+	// Replicas is how many replicas must acknowledge each write; 0 turns
+	// the mode off.
+	Replicas int
+	// Timeout bounds each WAIT. It must be at least a millisecond (WAIT
+	// counts in milliseconds, and 0 would wait for ever).
+	Timeout time.Duration
+}
+
+// on reports whether writes wait for replicas.
+func (r Replication) on() bool { return r.Replicas > 0 }
+
+// check rejects a mode WAIT cannot carry out.
+func (r Replication) check() error {
+	switch {
+	case r.Replicas < 0:
+		return fmt.Errorf("%w: Replicas: %d is negative", ErrInvalidArgument, r.Replicas)
+	case r.on() && r.Timeout < time.Millisecond:
+		return fmt.Errorf("%w: ReplicaTimeout: %v is below WAIT's 1 ms", ErrInvalidArgument, r.Timeout)
+	}
+	return nil
+}
+
+// wait queues WAIT on p, after the round trip's calls, when the mode is on.
+// (A round trip of read-only calls alone need not wait; Node sends a lone
+// one without it. One that shares a batch with writes waits with them.)
+func (r Replication) wait(ctx context.Context, p redis.Pipeliner) {
+	if r.on() {
+		_ = p.Process(ctx, redis.NewIntCmd(ctx, "wait", r.Replicas, r.Timeout.Milliseconds()))
+	}
+}
+
+// shortfall returns the error of a round trip whose commands are cmds (as
+// Pipelined returns them: its WAIT last, from wait) when that WAIT counted
+// fewer replicas than asked, or failed; nil when the mode is off.
+func (r Replication) shortfall(cmds []redis.Cmder) error {
+	if !r.on() || len(cmds) == 0 {
+		return nil
+	}
+	wait, ok := cmds[len(cmds)-1].(*redis.IntCmd)
+	if !ok {
+		return fmt.Errorf("%w: the round trip carried no WAIT", ErrNotReplicated)
+	}
+	acked, err := wait.Result()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: WAIT failed: %w", ErrNotReplicated, err)
+	case acked < int64(r.Replicas):
+		return fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, acked, r.Replicas, r.Timeout)
+	}
+	return nil
+}
+
+// unreplicated gives err, a round trip's shortfall, to the reply cmd of a
+// call of script s that may have written and otherwise succeeded.
+func unreplicated(cmd *redis.Cmd, s *lua.Script, err error) {
+	if err != nil && cmd.Err() == nil && !s.ReadOnly() {
+		cmd.SetErr(err)
+	}
+}
