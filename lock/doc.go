@@ -12,4 +12,8 @@
 // Options.NodeTimeout, and counts only when a majority agree within the
 // lease's validity (lease − elapsed − clock drift). An acquire that falls
 // short is undone on every node that may have taken it.
+//
+// For a master with replicas (a Sentinel group) in place of independent
+// masters, Options.Replicas turns on the replicated mode: each write counts
+// on a node only once that many replicas acknowledged it (WAIT).
 package lock
