@@ -308,3 +308,26 @@ func testCLIBench(t *testing.T, cli relockCLI) {
 	require.Equal(t, 0, code)
 	require.Equal(t, 1, strings.Count(out, "\n"), "no bench lock left: %s", out)
 }
+
+// testCLIReplicas: --replicas turns on the replicated mode. The fixture's
+// masters have no replicas, so a lock taken with --replicas 1 is never
+// acknowledged: run fails as the nodes do (exit 4, saying why), without
+// running the command and without leaving the lock behind, where the
+// same command line without the flag runs it.
+func testCLIReplicas(t *testing.T, cli relockCLI) {
+	reset(t)
+	const name = "cli-replicas"
+	code, out, stderr := cli.run(t, 1, "--replicas", "1", "run", "--no-wait", name, "--", "echo", "ran")
+	require.Equal(t, 4, code, "stdout %s stderr %s", out, stderr)
+	require.NotContains(t, out, "ran", "the command ran without the lock")
+	require.Contains(t, stderr, "replicas")
+	ctx := ctxFor(t, 10*time.Second)
+	require.Eventually(t, func() bool {
+		n, err := cluster.Nodes[0].Direct().Exists(ctx, "relock:{"+name+"}").Result()
+		return err == nil && n == 0
+	}, 5*time.Second, 20*time.Millisecond, "the unacknowledged acquire was not undone")
+
+	code, out, stderr = cli.run(t, 1, "run", "--no-wait", name, "--", "echo", "ran")
+	require.Equal(t, 0, code, "stdout %s stderr %s", out, stderr)
+	require.Contains(t, out, "ran")
+}

@@ -29,6 +29,7 @@ func TestCLI(t *testing.T) {
 	t.Run("LsMinority", func(t *testing.T) { testCLILsMinority(t, cli) })
 	t.Run("InspectAndLsReaders", func(t *testing.T) { testCLIInspectAndLsReaders(t, cli) })
 	t.Run("UserAndPassword", func(t *testing.T) { testCLIUserPassword(t, cli) })
+	t.Run("Replicas", func(t *testing.T) { testCLIReplicas(t, cli) })
 	t.Run("Bench", func(t *testing.T) { testCLIBench(t, cli) })
 	t.Run("Terminal", func(t *testing.T) { testCLITerminal(t, cli) })
 	t.Run("JobGroup", func(t *testing.T) { testCLIJobGroup(t, cli) })

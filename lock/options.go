@@ -154,7 +154,8 @@ type Options struct {
 	// makes every lock operation fail while fewer replicas than Replicas
 	// are connected. It works with plain and failover *redis.Client nodes;
 	// a *redis.ClusterClient node is rejected (its pipelines would send WAIT
-	// to some other shard). Zero (the default) is the quorum mode alone.
+	// to some other shard), and so is a node whose go-redis ReadTimeout is
+	// not above ReplicaTimeout. Zero (the default) is the quorum mode alone.
 	Replicas int
 
 	// ReplicaTimeout bounds each WAIT of the replicated mode: how long a
@@ -246,8 +247,14 @@ func (o *Options) replicatedMode() error {
 		return invalid("ReplicaTimeout", fmt.Sprintf("%v is outside [1ms, NodeTimeout (%v))", o.ReplicaTimeout, o.NodeTimeout))
 	}
 	for i, n := range o.Nodes {
-		if _, plain := n.(*redis.Client); !plain {
+		c, plain := n.(*redis.Client)
+		if !plain {
 			return invalid("Replicas", fmt.Sprintf("node %d is a %T: WAIT would not follow its writes; give plain or failover clients", i, n))
+		}
+		// A round trip's replies are read within the client's ReadTimeout
+		// (0 became go-redis's 3 s default; negative: no bound).
+		if rt := c.Options().ReadTimeout; rt > 0 && rt <= o.ReplicaTimeout {
+			return invalid("ReplicaTimeout", fmt.Sprintf("%v is not below node %d's ReadTimeout (%v), which would cut every WAIT short", o.ReplicaTimeout, i, rt))
 		}
 	}
 	return nil

@@ -18,7 +18,15 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	sameAsA := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:3"}})
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = sameAsA.Close(); _ = ring.Close(); _ = cluster.Close() })
+	quick := redis.NewClient(&redis.Options{Addr: "127.0.0.1:4", ReadTimeout: 400 * time.Millisecond})
+	t.Cleanup(func() {
+		_ = a.Close()
+		_ = b.Close()
+		_ = sameAsA.Close()
+		_ = ring.Close()
+		_ = cluster.Close()
+		_ = quick.Close()
+	})
 
 	cases := []struct {
 		name   string
@@ -43,6 +51,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"replica timeout below WAIT's millisecond", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: 1, ReplicaTimeout: time.Microsecond}, "ReplicaTimeout"},
 		{"replica timeout not below node timeout", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: 1, NodeTimeout: 50 * time.Millisecond, ReplicaTimeout: 50 * time.Millisecond}, "ReplicaTimeout"},
 		{"replica timeout not below the adaptive floor", lock.Options{Nodes: []redis.UniversalClient{a}, Replicas: 1, ReplicaTimeout: lock.NodeTimeoutFloor}, "ReplicaTimeout"},
+		{"replica timeout not below the read timeout", lock.Options{Nodes: []redis.UniversalClient{quick}, Replicas: 1, NodeTimeout: time.Second, ReplicaTimeout: 500 * time.Millisecond}, "ReadTimeout"},
 		{"replicas through a cluster client", lock.Options{Nodes: []redis.UniversalClient{a, cluster, b}, Replicas: 1}, "ClusterClient"},
 	}
 	for _, tc := range cases {

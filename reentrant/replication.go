@@ -18,10 +18,10 @@ import (
 // timeout, and a lock package treats that node as not agreeing.
 var ErrNotReplicated = errors.New("relock: write not acknowledged by enough replicas")
 
-// Replication is the replicated mode of a Node: every round trip that
-// carries a script that may write ends with WAIT Replicas Timeout on the
-// same connection, so the node answers only once that many of its replicas
-// have the round trip's writes, or Timeout has passed. WAIT makes a lost
+// Replication is the replicated mode of a Node: every round trip of its
+// scripts (but a lone read-only one's) ends with WAIT Replicas Timeout on
+// the same connection, so the node answers only once that many of its
+// replicas have the round trip's writes, or Timeout has passed. WAIT makes a lost
 // write after a failover less likely, not impossible: Redis replication
 // stays asynchronous, and a failover may promote a replica that did not
 // acknowledge.

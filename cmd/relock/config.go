@@ -23,6 +23,7 @@ type globals struct {
 	nodes       nodeList
 	nodeTimeout time.Duration
 	prefix      string
+	replicas    int
 }
 
 // register adds the global flags to fs. It leaves g as it is (the flag
@@ -38,6 +39,10 @@ func (g *globals) register(fs *flag.FlagSet) {
 		g.prefix = s
 		return nil
 	})
+	fs.Func("replicas", "the replicated mode, for a master with replicas: each write counts only once `N` replicas acknowledged it (WAIT); default 0, off", func(s string) (err error) {
+		g.replicas, err = strconv.Atoi(s)
+		return err
+	})
 }
 
 // resolve completes the globals after parsing: it parses the nodes of
@@ -46,6 +51,9 @@ func (g *globals) register(fs *flag.FlagSet) {
 func (g *globals) resolve(getenv func(string) string) error {
 	if g.nodeTimeout < 0 {
 		return usagef("--node-timeout %v is negative", g.nodeTimeout)
+	}
+	if g.replicas < 0 {
+		return usagef("--replicas %d is negative", g.replicas)
 	}
 	from, raw := "--nodes", g.nodes.raw
 	if !g.nodes.set {
@@ -75,7 +83,7 @@ func (g *globals) connect(opts lock.Options) (*lock.Client, func(), error) {
 			_ = c.Close()
 		}
 	}
-	opts.Nodes, opts.KeyPrefix, opts.NodeTimeout = clients, g.prefix, g.nodeTimeout
+	opts.Nodes, opts.KeyPrefix, opts.NodeTimeout, opts.Replicas = clients, g.prefix, g.nodeTimeout, g.replicas
 	c, err := lock.New(opts)
 	if err != nil {
 		closeClients()

@@ -65,6 +65,9 @@ func TestUsageErrorsExitTwoBeforeAnyNode(t *testing.T) {
 		{"--node-timeout", "-1s", "inspect", "x"}, // globals before the command's name count too
 		{"--node-timeout", "1s", "run", "--lease", "2s", "x", "true"},
 		{"inspect", "--node-timeout", "100ms", "--nodes", "h:1,h:1", "x"}, // duplicate node: lock.New says so
+		{"inspect", "--replicas", "-1", "x"},
+		{"--replicas", "two", "inspect", "x"},
+		{"--replicas", "1", "--node-timeout", "1ms", "run", "--lease", "1s", "x", "true"}, // WAIT's timeout, half of 1ms, is below its 1ms
 	} {
 		code, out, errOut := call(nodes, args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, "usage: relock") {
