@@ -15,8 +15,9 @@ import (
 // lock that a failover then loses, so a second owner gets it too (the
 // hazard, shown as the control); the replicated mode refuses the lock with
 // ErrNotReplicated and leaves nothing on the master. Once replication runs,
-// a lock taken in the replicated mode is on the replica when Lock returns,
-// and a hold whose renewals stop reaching the replica is reported lost.
+// a lock taken in the replicated mode is on the replica when Lock returns;
+// once replication stops, an Unlock reports ErrNotReplicated and a hold
+// whose renewals no longer reach the replica is reported lost.
 func TestReplicatedModeRefusesWhatAFailoverWouldLose(t *testing.T) {
 	resetSentinels(t)
 	ctx := testCtx(t, 90*time.Second)
@@ -82,12 +83,22 @@ func TestReplicatedModeRefusesWhatAFailoverWouldLose(t *testing.T) {
 	require.EqualValues(t, 2, holdCount(ctx, t, replica.Direct(), held.Name(), held.Owner()),
 		"a write the replicated mode confirmed must be on the replica")
 	require.NoError(t, held.Unlock(ctx))
+	unlocked := replicated.NewMutex("kinds-replicated-unlocked")
+	require.NoError(t, unlocked.Lock(ctx))
 
-	// Replication stops while the lock is held: renewals run on the master
-	// but are not acknowledged, so they do not count, and the hold is
-	// reported lost before its lease could outlive a failover.
+	// Replication stops while the locks are held. An Unlock runs on the
+	// master but is not acknowledged: it says so (the release goes on in
+	// the background).
 	_, err = g.CutReplication(ctx)
 	require.NoError(t, err)
+	require.ErrorIs(t, unlocked.Unlock(ctx), lock.ErrNotReplicated)
+	n, err := promoted.Direct().Exists(ctx, lockKey(unlocked.Name())).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "the release ran on the master")
+
+	// Renewals run on the master but are not acknowledged, so they do not
+	// count, and the hold is reported lost before its lease could outlive
+	// a failover.
 	select {
 	case <-held.Lost():
 	case <-time.After(3 * lease):
