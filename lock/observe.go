@@ -310,11 +310,12 @@ type NodeErrorKind string
 
 // The kinds of node failure.
 const (
-	NodeTimeout     NodeErrorKind = "timeout"     // no answer in time (ErrNodeTimeout)
-	NodeUnreachable NodeErrorKind = "unreachable" // no connection: refused, reset, closed
-	NodeWrongType   NodeErrorKind = "wrong_type"  // the key holds foreign data (ErrWrongType)
-	NodeServerError NodeErrorKind = "server"      // the server answered with an error
-	NodeOtherError  NodeErrorKind = "other"
+	NodeTimeout       NodeErrorKind = "timeout"        // no answer in time (ErrNodeTimeout)
+	NodeUnreachable   NodeErrorKind = "unreachable"    // no connection: refused, reset, closed
+	NodeWrongType     NodeErrorKind = "wrong_type"     // the key holds foreign data (ErrWrongType)
+	NodeNotReplicated NodeErrorKind = "not_replicated" // too few replicas acknowledged in time (ErrNotReplicated)
+	NodeServerError   NodeErrorKind = "server"         // the server answered with an error
+	NodeOtherError    NodeErrorKind = "other"
 )
 
 // PubSubInfo describes a change of a node's shared Pub/Sub connection.

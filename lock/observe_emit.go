@@ -359,6 +359,8 @@ func nodeErrorKind(err error) NodeErrorKind {
 		return NodeTimeout
 	case errors.Is(err, ErrWrongType):
 		return NodeWrongType
+	case errors.Is(err, ErrNotReplicated):
+		return NodeNotReplicated
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return NodeTimeout
 	case errors.As(err, &opErr), errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),

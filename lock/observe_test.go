@@ -369,6 +369,7 @@ func TestNodeErrorKinds(t *testing.T) {
 		{&os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}, NodeUnreachable},
 		{redis.ErrClosed, NodeUnreachable},
 		{&reentrant.WrongTypeError{Key: "relock:{x}", Type: "string"}, NodeWrongType},
+		{fmt.Errorf("%w: 0 of 1 within 50ms", ErrNotReplicated), NodeNotReplicated},
 		{fakeRedisError("LOADING Redis is loading the dataset in memory"), NodeServerError},
 		{errors.New("relock: release: unexpected reply 7"), NodeOtherError},
 	}

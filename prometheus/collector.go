@@ -202,7 +202,7 @@ func New(opts ...Option) *Collector {
 		label[lock.LossReason], lock.LossNotHeld, lock.LossRenewalFailed, lock.LossLeaseExpired)
 
 	c.nodeErrors = counterVec("relock_node_errors_total",
-		"Node calls that failed or did not answer in time, by node address, operation and kind (timeout, unreachable, wrong_type, server, other).", "node", "op", "kind")
+		"Node calls that failed or did not answer in time, by node address, operation and kind (timeout, unreachable, wrong_type, not_replicated, server, other).", "node", "op", "kind")
 	c.disconnects = counterVec("relock_pubsub_disconnects_total",
 		"Times a node's working Pub/Sub connection broke (its waiters are woken: a release may have been missed).", "node")
 	c.reconnects = counterVec("relock_pubsub_reconnects_total",

@@ -61,7 +61,7 @@ func TestCollectorCountsEvents(t *testing.T) {
 	obs.ClockTrouble(lock.ClockTroubleInfo{Op: lock.OpRenew, Kind: lock.SlowerThanDrift})
 
 	expected := `
-# HELP relock_node_errors_total Node calls that failed or did not answer in time, by node address, operation and kind (timeout, unreachable, wrong_type, server, other).
+# HELP relock_node_errors_total Node calls that failed or did not answer in time, by node address, operation and kind (timeout, unreachable, wrong_type, not_replicated, server, other).
 # TYPE relock_node_errors_total counter
 relock_node_errors_total{kind="timeout",node="10.0.0.3:6379",op="acquire"} 1
 # HELP relock_pubsub_disconnects_total Times a node's working Pub/Sub connection broke (its waiters are woken: a release may have been missed).
