@@ -1,9 +1,12 @@
 package kinds
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock/lock"
@@ -22,11 +25,10 @@ func TestReplicatedModeRefusesWhatAFailoverWouldLose(t *testing.T) {
 	resetSentinels(t)
 	ctx := testCtx(t, 90*time.Second)
 	g := sentinels.Groups[0]
-	const lease = 2500 * time.Millisecond // 10 × testNodeTimeout; renewed every 833 ms
 	newClient := func(replicas int) *lock.Client {
 		rdb := g.NewClient()
 		closeLater(t, rdb)
-		c := newLockClient(t, lock.Options{Nodes: universal(rdb), Lease: lease, Replicas: replicas})
+		c := newLockClient(t, replicatedOptions(replicas, rdb))
 		warm(ctx, t, c)
 		return c
 	}
@@ -55,7 +57,7 @@ func TestReplicatedModeRefusesWhatAFailoverWouldLose(t *testing.T) {
 	require.Eventually(t, func() bool {
 		n, err := oldMaster.Direct().Exists(ctx, lockKey(refused.Name())).Result()
 		return err == nil && n == 0
-	}, 2*lease, 20*time.Millisecond, "the refused attempt was not undone on the master")
+	}, 2*replicatedLease, 20*time.Millisecond, "the refused attempt was not undone on the master")
 
 	// The failover promotes the replica, which never had either lock: the
 	// control's lock is gone, and another owner takes it while its holder
@@ -101,8 +103,83 @@ func TestReplicatedModeRefusesWhatAFailoverWouldLose(t *testing.T) {
 	// a failover.
 	select {
 	case <-held.Lost():
-	case <-time.After(3 * lease):
+	case <-time.After(3 * replicatedLease):
 		t.Fatal("a hold whose renewals no replica acknowledged was not reported lost")
 	}
 	require.ErrorIs(t, held.Unlock(ctx), lock.ErrLost)
+}
+
+// The replicated mode over a quorum of Sentinel groups: each group's
+// master waits for its own replica. With one group's replication cut, that
+// group's answers do not count (ErrNotReplicated) and the other two carry
+// the lock, which both their replicas have when Lock returns; the Unlock
+// is confirmed by those two too, and leaves every master empty.
+func TestReplicatedModeOverAQuorumOfGroups(t *testing.T) {
+	resetSentinels(t)
+	ctx := testCtx(t, 60*time.Second)
+	rdbs := sentinels.Clients()
+	closeLater(t, rdbs...)
+	// Group 0's acquire fails: ErrNotReplicated after ReplicaTimeout, or,
+	// when groups 1 and 2 agreed first, cut short as a straggler (the
+	// fan-out then waits no longer than a usual round trip).
+	var group0 sync.Map // the kinds of group 0's acquire errors
+	observer := &lock.Observer{NodeError: func(_ context.Context, e lock.NodeErrorInfo) {
+		if e.Node == 0 && e.Op == lock.OpAcquire {
+			group0.Store(e.Kind, e.Err)
+		}
+	}}
+	opts := replicatedOptions(1, rdbs...)
+	opts.Observer = observer
+	c := newLockClient(t, opts)
+	warm(ctx, t, c)
+
+	cut := sentinels.Groups[0]
+	_, err := cut.CutReplication(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cut.RestoreReplication(t.Context()) })
+
+	m := c.NewMutex("kinds-replicated-quorum")
+	require.NoError(t, m.Lock(ctx))
+	var kinds []lock.NodeErrorKind
+	require.Eventually(t, func() bool { // a straggler is reported as it is cut short
+		kinds = kinds[:0]
+		group0.Range(func(kind, _ any) bool {
+			kinds = append(kinds, kind.(lock.NodeErrorKind))
+			return true
+		})
+		return len(kinds) > 0
+	}, 5*time.Second, 10*time.Millisecond, "group 0's acquire did not fail")
+	require.Subset(t, []lock.NodeErrorKind{lock.NodeNotReplicated, lock.NodeTimeout}, kinds)
+	if err, ok := group0.Load(lock.NodeNotReplicated); ok {
+		require.ErrorIs(t, err.(error), lock.ErrNotReplicated)
+	}
+	t.Logf("group 0's acquire errors: %v", kinds)
+	for _, g := range sentinels.Groups[1:] {
+		replica, err := g.Replica(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, holdCount(ctx, t, replica.Direct(), m.Name(), m.Owner()), "%s's replica", g.Name)
+	}
+	require.NoError(t, m.Unlock(ctx))
+	for _, master := range masters(ctx, t) {
+		// Group 0's release may still be on its way when the quorum's
+		// confirmations come back.
+		require.Eventually(t, func() bool {
+			return holdCount(ctx, t, master.Direct(), m.Name(), m.Owner()) == 0
+		}, 5*time.Second, 20*time.Millisecond, master.Name())
+	}
+}
+
+// replicatedLease is the lease of the replicated mode's tests: 10 node
+// timeouts of 500 ms, so that a WAIT may take 400 ms (ReplicaTimeout) on a
+// loaded machine before an acknowledged write counts as not acknowledged.
+const replicatedLease = 5 * time.Second
+
+// replicatedOptions are the options of the replicated mode's tests over
+// the given failover clients.
+func replicatedOptions[C redis.UniversalClient](replicas int, nodes ...C) lock.Options {
+	o := lock.Options{Nodes: universal(nodes...), Lease: replicatedLease, NodeTimeout: 500 * time.Millisecond, Replicas: replicas}
+	if replicas > 0 {
+		o.ReplicaTimeout = 400 * time.Millisecond
+	}
+	return o
 }
