@@ -77,9 +77,8 @@ func New(opts Options) (*Client, error) {
 	if opts.Observer != nil {
 		c.obs = *opts.Observer
 	}
-	rep := reentrant.Replication{Replicas: opts.Replicas, Timeout: opts.ReplicaTimeout}
 	for _, n := range opts.Nodes {
-		node, err := reentrant.NewReplicatedNode(n, opts.NodeTimeout, rep)
+		node, err := reentrant.NewReplicatedNode(n, opts.NodeTimeout, opts.replication())
 		if err != nil {
 			return nil, err // withDefaults has checked what this checks
 		}

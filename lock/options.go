@@ -228,36 +228,42 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // replicatedMode validates Replicas and ReplicaTimeout, once NodeTimeout is
-// known, and fills in ReplicaTimeout's default.
+// known, and fills in ReplicaTimeout's default. What WAIT itself asks of
+// a node, reentrant checks (Replication.CheckFor); the rest is the lock's:
+// the WAIT must fit in a node's round trip.
 func (o *Options) replicatedMode() error {
 	switch {
-	case o.Replicas < 0:
-		return invalid("Replicas", fmt.Sprintf("%d is negative", o.Replicas))
 	case o.ReplicaTimeout < 0:
 		return invalid("ReplicaTimeout", fmt.Sprintf("%v is negative", o.ReplicaTimeout))
-	case o.Replicas == 0:
-		if o.ReplicaTimeout != 0 {
-			return invalid("ReplicaTimeout", "set without Replicas")
-		}
-		return nil
-	case o.ReplicaTimeout == 0:
+	case o.Replicas == 0 && o.ReplicaTimeout != 0:
+		return invalid("ReplicaTimeout", "set without Replicas")
+	case o.Replicas > 0 && o.ReplicaTimeout == 0:
 		o.ReplicaTimeout = o.NodeTimeout / 2
 	}
-	if o.ReplicaTimeout < time.Millisecond || o.ReplicaTimeout >= o.NodeTimeout {
-		return invalid("ReplicaTimeout", fmt.Sprintf("%v is outside [1ms, NodeTimeout (%v))", o.ReplicaTimeout, o.NodeTimeout))
-	}
+	rep := o.replication()
 	for i, n := range o.Nodes {
-		c, plain := n.(*redis.Client)
-		if !plain {
-			return invalid("Replicas", fmt.Sprintf("node %d is a %T: WAIT would not follow its writes; give plain or failover clients", i, n))
+		if err := rep.CheckFor(n); err != nil {
+			return fmt.Errorf("node %d: %w", i, err)
+		}
+		if o.Replicas == 0 {
+			continue
 		}
 		// A round trip's replies are read within the client's ReadTimeout
-		// (0 became go-redis's 3 s default; negative: no bound).
-		if rt := c.Options().ReadTimeout; rt > 0 && rt <= o.ReplicaTimeout {
+		// (0 became go-redis's 3 s default; negative: no bound). CheckFor
+		// let only a *redis.Client through.
+		if rt := n.(*redis.Client).Options().ReadTimeout; rt > 0 && rt <= o.ReplicaTimeout {
 			return invalid("ReplicaTimeout", fmt.Sprintf("%v is not below node %d's ReadTimeout (%v), which would cut every WAIT short", o.ReplicaTimeout, i, rt))
 		}
 	}
+	if o.Replicas > 0 && o.ReplicaTimeout >= o.NodeTimeout {
+		return invalid("ReplicaTimeout", fmt.Sprintf("%v is not below NodeTimeout (%v)", o.ReplicaTimeout, o.NodeTimeout))
+	}
 	return nil
+}
+
+// replication is the replicated mode the options ask of every node.
+func (o Options) replication() reentrant.Replication {
+	return reentrant.Replication{Replicas: o.Replicas, Timeout: o.ReplicaTimeout}
 }
 
 // durationOrDefault rejects a negative duration option and replaces zero

@@ -57,16 +57,11 @@ func NewNode(rdb redis.UniversalClient, callTimeout time.Duration) *Node {
 // Replication): each write call answers only once rep.Replicas replicas
 // acknowledged it, or fails with ErrNotReplicated after rep.Timeout. The
 // Timeout adds to a call's round trip, so callTimeout should exceed it. A
-// zero rep is NewNode. A mode WAIT cannot carry out is an error wrapping
-// ErrInvalidArgument, as is a *redis.ClusterClient or *redis.Ring with the
-// mode on: their pipelines would send the WAIT to a server the writes
-// did not go to.
+// zero rep is NewNode. A mode WAIT cannot carry out on rdb is an error
+// (see Replication.CheckFor).
 func NewReplicatedNode(rdb redis.UniversalClient, callTimeout time.Duration, rep Replication) (*Node, error) {
-	if err := rep.check(); err != nil {
+	if err := rep.CheckFor(rdb); err != nil {
 		return nil, err
-	}
-	if _, plain := rdb.(*redis.Client); rep.on() && !plain {
-		return nil, fmt.Errorf("%w: Replicas: a %T node cannot wait for replicas (WAIT goes to one server of it)", ErrInvalidArgument, rdb)
 	}
 	if callTimeout <= 0 {
 		callTimeout = DefaultCallTimeout

@@ -37,13 +37,21 @@ type Replication struct {
 // on reports whether writes wait for replicas.
 func (r Replication) on() bool { return r.Replicas > 0 }
 
-// check rejects a mode WAIT cannot carry out.
-func (r Replication) check() error {
-	switch {
+// CheckFor rejects, with an error wrapping ErrInvalidArgument, a mode WAIT
+// cannot carry out on a node over rdb: negative Replicas, a Timeout below
+// WAIT's millisecond, or a client whose pipelines would send the WAIT to
+// another server than the writes (a *redis.ClusterClient, a *redis.Ring).
+// The zero mode suits every node.
+func (r Replication) CheckFor(rdb redis.UniversalClient) error {
+	switch _, plain := rdb.(*redis.Client); {
 	case r.Replicas < 0:
 		return fmt.Errorf("%w: Replicas: %d is negative", ErrInvalidArgument, r.Replicas)
-	case r.on() && r.Timeout < time.Millisecond:
+	case !r.on():
+		return nil
+	case r.Timeout < time.Millisecond:
 		return fmt.Errorf("%w: ReplicaTimeout: %v is below WAIT's 1 ms", ErrInvalidArgument, r.Timeout)
+	case !plain:
+		return fmt.Errorf("%w: Replicas: a %T node cannot wait for replicas (WAIT goes to one server of it)", ErrInvalidArgument, rdb)
 	}
 	return nil
 }
