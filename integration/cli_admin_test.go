@@ -127,12 +127,7 @@ func testCLIInspectAndLsReaders(t *testing.T, cli relockCLI) {
 	decodeJSON(t, out, &view)
 	require.False(t, view.Held, "no writer")
 	require.Len(t, view.Readers, 2, out)
-	counts := map[string]int64{a.Owner(): 2, b.Owner(): 1}
-	for _, r := range view.Readers {
-		require.Equal(t, counts[r.Owner], r.Count, r.Owner)
-		require.Equal(t, n, r.Nodes, r.Owner)
-		require.Positive(t, r.TTLms, r.Owner)
-	}
+	requireQuorumHolds(t, view.Readers, map[string]int64{a.Owner(): 2, b.Owner(): 1}, n)
 	for _, node := range view.Nodes {
 		require.Len(t, node.Readers, 2, "node %d", node.Node)
 		require.Equal(t, int64(2), node.Readers[a.Owner()].Count, "node %d", node.Node)
@@ -152,6 +147,84 @@ func testCLIInspectAndLsReaders(t *testing.T, cli relockCLI) {
 	require.NoError(t, a.RUnlock(ctx))
 	require.NoError(t, b.RUnlock(ctx))
 	requireNothingListed(t, cli, n)
+}
+
+// testCLIInspectAndLsPermits: a Semaphore's holders show in inspect (each
+// one's permits and lease on each node, and those on the semaphore's
+// quorum, which --permits sets) and in ls, which finds the name by its
+// permits' key; a Mutex of the same name gets its own line.
+func testCLIInspectAndLsPermits(t *testing.T, cli relockCLI) {
+	const n = 3
+	reset(t)
+	c := newLockClient(t, n, lock.Options{})
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "exports"
+	s := newSemaphore(t, c, name, 3)
+	two, err := s.Acquire(ctx, 2)
+	require.NoError(t, err)
+	one, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	permits := map[string]int64{two.Owner(): 2, one.Owner(): 1}
+
+	code, out, stderr := cli.run(t, n, "inspect", "--json", "--permits", "3", name)
+	require.Equal(t, 0, code, stderr)
+	var view inspectJSON
+	decodeJSON(t, out, &view)
+	require.False(t, view.Held, "no lock of the name")
+	require.Empty(t, view.Readers)
+	require.Equal(t, s.Quorum(), view.PermitQuorum, "lock.SemaphoreQuorum(3, 3)")
+	requireQuorumHolds(t, view.Permits, permits, n)
+	for _, node := range view.Nodes {
+		require.Len(t, node.Permits, 2, "node %d", node.Node)
+		require.Equal(t, int64(2), node.Permits[two.Owner()].Count, "node %d", node.Node)
+		require.Empty(t, node.Holders, "node %d", node.Node)
+	}
+
+	m := c.NewMutex(name)
+	require.NoError(t, m.Lock(ctx))
+	code, out, stderr = cli.run(t, n, "inspect", "--permits", "3", name)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, fmt.Sprintf("lock %q: held by %s", name, m.Owner()))
+	require.Contains(t, out, fmt.Sprintf("semaphore %q: 3 permits held by ", name))
+	require.Contains(t, out, fmt.Sprintf("each on a quorum of %d of %d nodes", s.Quorum(), n))
+	require.Equal(t, 2*n, strings.Count(out, " (permits) "), "a row per holder on each node:\n%s", out)
+
+	code, out, stderr = cli.run(t, n, "ls", "--permits", "3")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, fmt.Sprintf(`(?m)^exports\s+%s\s+1\s+\S+s\s+%d/%d$`, m.Owner(), n, n), out)
+	require.Regexp(t, fmt.Sprintf(`(?m)^exports\s+%s \(permits\)\s+2\s+\S+s\s+%d/%d$`, two.Owner(), n, n), out)
+	require.Regexp(t, fmt.Sprintf(`(?m)^exports\s+%s \(permits\)\s+1\s+\S+s\s+%d/%d$`, one.Owner(), n, n), out)
+
+	for _, bad := range []string{"0", "-1", "x"} {
+		code, _, stderr = cli.run(t, n, "inspect", "--permits", bad, name)
+		require.Equal(t, 2, code, "--permits %s: %s", bad, stderr)
+	}
+
+	// The semaphore alone, once the lock is released; then nothing.
+	require.NoError(t, m.Unlock(ctx))
+	code, out, stderr = cli.run(t, n, "ls", "--json", "--permits", "3")
+	require.Equal(t, 0, code, stderr)
+	var listed lsJSON
+	decodeJSON(t, out, &listed)
+	require.Len(t, listed.Locks, 1, out)
+	require.Len(t, listed.Locks[0].Permits, 2, out)
+	require.NoError(t, two.Release(ctx))
+	require.NoError(t, one.Release(ctx))
+	requireNothingListed(t, cli, n)
+}
+
+// requireQuorumHolds checks the readers or semaphore holders on a quorum
+// that relock inspect --json gave: exactly the owners of counts, each with
+// its count, on all n nodes, with some lease left.
+func requireQuorumHolds(t *testing.T, holds []quorumHoldJSON, counts map[string]int64, n int) {
+	t.Helper()
+	require.Len(t, holds, len(counts))
+	for _, h := range holds {
+		require.Contains(t, counts, h.Owner)
+		require.Equal(t, counts[h.Owner], h.Count, h.Owner)
+		require.Equal(t, n, h.Nodes, h.Owner)
+		require.Positive(t, h.TTLms, h.Owner)
+	}
 }
 
 // requireNothingListed checks that relock ls, over the first n nodes,

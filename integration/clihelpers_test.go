@@ -224,24 +224,34 @@ type inspectJSON struct {
 		TTLms int64  `json:"ttl_ms"`
 		Nodes int    `json:"nodes"`
 	} `json:"holder"`
-	Readers []struct {
-		Owner string `json:"owner"`
-		Count int64  `json:"count"`
-		TTLms int64  `json:"ttl_ms"`
-		Nodes int    `json:"nodes"`
-	} `json:"readers"`
-	Nodes []struct {
-		Node    int              `json:"node"`
-		Addr    string           `json:"addr"`
-		Holders map[string]int64 `json:"holders"`
-		TTLms   *int64           `json:"ttl_ms"`
-		Fence   int64            `json:"fence"`
-		Readers map[string]struct {
-			Count int64 `json:"count"`
-			TTLms int64 `json:"ttl_ms"`
-		} `json:"readers"`
-		Error string `json:"error"`
+	Readers      []quorumHoldJSON `json:"readers"`
+	PermitQuorum int              `json:"permit_quorum"`
+	Permits      []quorumHoldJSON `json:"permits"`
+	Nodes        []struct {
+		Node    int                   `json:"node"`
+		Addr    string                `json:"addr"`
+		Holders map[string]int64      `json:"holders"`
+		TTLms   *int64                `json:"ttl_ms"`
+		Fence   int64                 `json:"fence"`
+		Readers map[string]leasedJSON `json:"readers"`
+		Permits map[string]leasedJSON `json:"permits"`
+		Error   string                `json:"error"`
 	} `json:"nodes"`
+}
+
+// quorumHoldJSON is a reader or a semaphore holder on a quorum, as relock
+// inspect --json shows it.
+type quorumHoldJSON struct {
+	Owner string `json:"owner"`
+	Count int64  `json:"count"`
+	TTLms int64  `json:"ttl_ms"`
+	Nodes int    `json:"nodes"`
+}
+
+// leasedJSON is a read hold or a semaphore holder's permits on one node.
+type leasedJSON struct {
+	Count int64 `json:"count"`
+	TTLms int64 `json:"ttl_ms"`
 }
 
 // lsJSON is relock ls --json's output.

@@ -144,6 +144,19 @@ func TestSemaphoreTryAcquireAndAvailable(t *testing.T) {
 		for i, h := range permitsOn(t, n, "try") {
 			require.Equal(t, map[string]int64{two.Owner(): 2, one.Owner(): 1}, h, "node %d", i)
 		}
+		// The Client's Inspect reads them too, as the semaphore's quorum
+		// counts them, and no lock of the name.
+		states, err := c.Inspect(ctx, "try")
+		require.NoError(t, err)
+		holders := lock.QuorumPermits(states, s.Quorum())
+		require.Len(t, holders, 2)
+		for _, h := range holders {
+			require.Equal(t, map[string]int64{two.Owner(): 2, one.Owner(): 1}[h.Owner], h.Count, h.Owner)
+			require.Equal(t, n, h.Nodes, h.Owner)
+			require.Positive(t, h.TTL, h.Owner)
+		}
+		_, held := lock.QuorumHolder(states, s.Quorum())
+		require.False(t, held)
 
 		require.NoError(t, two.Release(ctx))
 		require.ErrorIs(t, two.Release(ctx), lock.ErrNotHeld, "a permit is released once")

@@ -35,7 +35,7 @@ type Listing struct {
 }
 
 // List returns the names of the locks that exist on the nodes now (their
-// hash, or an RWMutex's readers') and match pattern, a Redis glob on the
+// hash, an RWMutex's readers' or a semaphore's permits) and match pattern, a Redis glob on the
 // lock name (as SCAN MATCH takes it; "" means every lock). It changes
 // nothing.
 //
@@ -68,7 +68,8 @@ func (c *Client) List(ctx context.Context, pattern string, limit int) (Listing, 
 		return Listing{}, err
 	}
 	// The lock hash and every key beside it: an RWMutex that only readers
-	// hold has no hash, only its readers' (nameOfKey keeps those two).
+	// hold has no hash, only its readers', and a semaphore has its permits
+	// (nameOfKey keeps those three).
 	match := globEscaper.Replace(c.opts.KeyPrefix) + strings.TrimPrefix(key.Lock, c.opts.KeyPrefix) + "*"
 
 	scans := make([]*nodeScan, len(c.nodes))
@@ -110,19 +111,27 @@ var globEscaper = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`
 // tagUnescaper undoes reentrant.NewKey's escaping of a name in its hash tag.
 var tagUnescaper = strings.NewReplacer("%7D", "}", "%25", "%")
 
-// readersSuffix ends the key of an RWMutex's readers after its lock's:
-// Key.Readers of a key whose lock hash is "".
-var readersSuffix = reentrant.Key{}.Readers()
+// readersSuffix and permitsSuffix end the keys of an RWMutex's readers and
+// of a semaphore's permits after the lock's: Key.Readers and Key.Permits of
+// a key whose lock hash is "".
+var (
+	readersSuffix = reentrant.Key{}.Readers()
+	permitsSuffix = reentrant.Key{}.Permits()
+)
 
-// nameOfKey returns the name of the lock whose hash, or whose RWMutex
-// readers' hash, is key under prefix, or false for a key of another kind
-// (a fencing counter, a tombstone).
+// nameOfKey returns the name of the lock whose hash, RWMutex readers' hash
+// or semaphore's permits is key under prefix, or false for a key of another
+// kind (a fencing counter, a tombstone).
 func nameOfKey(prefix, key string) (string, bool) {
 	tag, ok := strings.CutPrefix(key, prefix+":{")
 	if !ok {
 		return "", false
 	}
-	tag, _ = strings.CutSuffix(tag, readersSuffix)
+	if t, cut := strings.CutSuffix(tag, readersSuffix); cut {
+		tag = t
+	} else {
+		tag, _ = strings.CutSuffix(tag, permitsSuffix)
+	}
 	tag, ok = strings.CutSuffix(tag, "}")
 	if !ok || tag == "" || strings.Contains(tag, "}") {
 		return "", false
@@ -253,6 +262,15 @@ func QuorumHolder(states []NodeState, quorum int) (Holder, bool) {
 // Readers on a minority only are left out.
 func QuorumReaders(states []NodeState, quorum int) []Holder {
 	return quorumHolds(states, quorum, func(info reentrant.Info) map[string]reentrant.LeasedHold { return info.Readers })
+}
+
+// QuorumPermits returns the holders of the semaphore of the lock's name that
+// hold their permits on at least quorum of the nodes whose states Inspect
+// returned, sorted by owner, each with its permits as Count. A semaphore of
+// k permits over N nodes needs SemaphoreQuorum(N, k) of them, which the
+// nodes do not record: the caller who knows k gives that quorum.
+func QuorumPermits(states []NodeState, quorum int) []Holder {
+	return quorumHolds(states, quorum, func(info reentrant.Info) map[string]reentrant.LeasedHold { return info.Permits })
 }
 
 // writerHolds returns a node's holds at the lock hash, each with the key's

@@ -16,17 +16,17 @@ func TestNameOfKeyUndoesNewKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range []string{key.Lock, key.Readers()} {
+			sem, err := reentrant.NewSemaphoreKey(prefix, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{key.Lock, key.Readers(), sem.Lock} {
 				got, ok := nameOfKey(prefix, k)
 				if !ok || got != name {
 					t.Errorf("nameOfKey(%q, %q) = %q, %v; want %q", prefix, k, got, ok, name)
 				}
 			}
-			sem, err := reentrant.NewSemaphoreKey(prefix, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, other := range []string{key.Fence, key.Tombstone("c:o"), key.Channel, key.Queue, key.ReadLeases(), key.ReadTombstone("c:o"), key.WriterWaiting(), sem.Lock, sem.Leases} {
+			for _, other := range []string{key.Fence, key.Tombstone("c:o"), key.Channel, key.Queue, key.ReadLeases(), key.ReadTombstone("c:o"), key.WriterWaiting(), sem.Leases, sem.Tombstone("c:o"), sem.Channel} {
 				if got, ok := nameOfKey(prefix, other); ok {
 					t.Errorf("nameOfKey(%q, %q) = %q: not a lock hash", prefix, other, got)
 				}
@@ -116,5 +116,37 @@ func TestQuorumReaders(t *testing.T) {
 	}
 	if h, held := QuorumHolder(states, 2); held {
 		t.Errorf("QuorumHolder counted readers: %+v", h)
+	}
+}
+
+func TestQuorumPermits(t *testing.T) {
+	hold := func(permits int64, ttl time.Duration) reentrant.LeasedHold {
+		return reentrant.LeasedHold{Count: permits, TTL: ttl}
+	}
+	permits := func(node int, holds map[string]reentrant.LeasedHold) NodeState {
+		return NodeState{Node: node, Info: reentrant.Info{TTL: -2, Permits: holds}}
+	}
+	states := []NodeState{
+		permits(0, map[string]reentrant.LeasedHold{"a": hold(2, 4*time.Second), "b": hold(1, time.Second)}),
+		permits(1, map[string]reentrant.LeasedHold{"a": hold(2, 6*time.Second), "b": hold(1, 3*time.Second)}),
+		permits(2, map[string]reentrant.LeasedHold{"a": hold(2, 5*time.Second)}),
+		{Node: 3, Info: reentrant.Info{TTL: -2, Readers: map[string]reentrant.LeasedHold{"b": hold(1, time.Second)}}},
+	}
+	// A semaphore of 2 permits on 4 nodes needs 3 (SemaphoreQuorum): a
+	// only; b's read hold on node 3 is an RWMutex's, not a permit.
+	want := []Holder{{Owner: "a", Count: 2, TTL: 4 * time.Second, Nodes: 3}}
+	if got := QuorumPermits(states, SemaphoreQuorum(4, 2)); !slices.Equal(got, want) {
+		t.Errorf("QuorumPermits(quorum 3) = %+v; want %+v", got, want)
+	}
+	// With a quorum of 2, b too, with the lease both its copies still have.
+	want = []Holder{{Owner: "a", Count: 2, TTL: 5 * time.Second, Nodes: 3}, {Owner: "b", Count: 1, TTL: time.Second, Nodes: 2}}
+	if got := QuorumPermits(states, 2); !slices.Equal(got, want) {
+		t.Errorf("QuorumPermits(quorum 2) = %+v; want %+v", got, want)
+	}
+	if got := QuorumReaders(states, 1); len(got) != 1 || got[0].Owner != "b" {
+		t.Errorf("QuorumReaders counted permits: %+v", got)
+	}
+	if h, held := QuorumHolder(states, 1); held {
+		t.Errorf("QuorumHolder counted permits: %+v", h)
 	}
 }

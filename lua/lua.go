@@ -61,8 +61,9 @@ var (
 	Release = New("release", releaseSource)
 	// Renew extends the lease of a lock its owner holds.
 	Renew = New("renew", renewSource)
-	// Inspect reads a lock's holders, counts, lease and fencing counter.
-	Inspect = New("inspect", inspectSource).readOnly()
+	// Inspect reads a lock's holders, counts, lease and fencing counter,
+	// and the permits of the semaphore of the same name.
+	Inspect = withHelpers("inspect", inspectSource, semaphoreHelpers).readOnly()
 	// ForceUnlock deletes a lock whoever holds it.
 	ForceUnlock = New("forceunlock", forceUnlockSource)
 	// Fence raises a lock's fencing counter.

@@ -66,6 +66,15 @@ func (k Key) WriterWaiting() string { return k.Lock + ":writerwaiting" }
 // (the last reader's release goes to Channel, where writers wait).
 func (k Key) ReadChannel() string { return k.Lock + ":readable" }
 
+// Permits returns the hash of the semaphore of the same name as the lock:
+// each holder's permits and the sequence number of its last operation (see
+// NewSemaphoreKey, whose Key has it as its Lock).
+func (k Key) Permits() string { return k.Lock + ":sem" }
+
+// PermitLeases returns the sorted set of the semaphore's holders by the end
+// of their leases (NewSemaphoreKey's Leases).
+func (k Key) PermitLeases() string { return k.Permits() + ":leases" }
+
 // ReadTombstone returns the key where a node remembers, as Tombstone does
 // for a hold at Lock, the sequence number of the operation that ended
 // owner's read hold. Read and write holds number their operations apart.

@@ -445,7 +445,9 @@ func renewArgs(op Op) []any {
 	return []any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq}
 }
 
-// Info is a lock's state on one node.
+// Info is the state of one name on one node: its lock's holds (a Mutex's,
+// a FairMutex's, an RWMutex's writer and readers) and the permits of the
+// semaphore of the same name.
 type Info struct {
 	// Holders maps each owner to its hold count (a Mutex's, or an
 	// RWMutex's writer's); empty when no one holds it so.
@@ -458,6 +460,10 @@ type Info struct {
 	// Readers are an RWMutex's readers whose lease has not ended, each with
 	// its own lease; empty for a lock of another kind.
 	Readers map[string]LeasedHold
+	// Permits are the holders of the semaphore of the same name (see
+	// NewSemaphoreKey) whose lease has not ended, each with its permits
+	// (as Count) and its own lease; empty when no one holds its permits.
+	Permits map[string]LeasedHold
 }
 
 // LeasedHold is a hold with a lease of its own on one node: an RWMutex's
@@ -481,18 +487,20 @@ func leasedHolds(reply []any) (map[string]LeasedHold, error) {
 	return out, nil
 }
 
-// Inspect reads the lock's state without changing it.
+// Inspect reads the state of key's name without changing it: the lock's
+// holds and the holders of the semaphore of the same name.
 func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
-	reply, err := n.calls.run(ctx, lua.Inspect, []string{key.Lock, key.Fence, key.Readers(), key.ReadLeases()}).Slice()
+	reply, err := n.calls.run(ctx, lua.Inspect, []string{key.Lock, key.Fence, key.Readers(), key.ReadLeases(), key.Permits(), key.PermitLeases()}).Slice()
 	if err != nil {
 		return Info{}, n.scriptError(key, err)
 	}
-	var holders, readers []any
-	if len(reply) == 4 {
+	var holders, readers, permits []any
+	if len(reply) == 5 {
 		holders, _ = reply[2].([]any)
 		readers, _ = reply[3].([]any)
+		permits, _ = reply[4].([]any)
 	}
-	if len(reply) != 4 || len(holders)%2 != 0 {
+	if len(reply) != 5 || len(holders)%2 != 0 {
 		return Info{}, fmt.Errorf("relock: inspect: unexpected reply %v", reply)
 	}
 	info := Info{Holders: make(map[string]int64), TTL: pttl(asInt(reply[0])), Fence: asInt(reply[1])}
@@ -501,6 +509,9 @@ func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
 		info.Holders[owner] = asInt(holders[i+1])
 	}
 	if info.Readers, err = leasedHolds(readers); err != nil {
+		return Info{}, fmt.Errorf("relock: inspect: %w", err)
+	}
+	if info.Permits, err = leasedHolds(permits); err != nil {
 		return Info{}, fmt.Errorf("relock: inspect: %w", err)
 	}
 	return info, nil

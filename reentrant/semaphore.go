@@ -33,8 +33,8 @@ func NewSemaphoreKey(prefix, name string) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
-	base := k.Lock + ":sem"
-	k.Lock, k.Leases, k.Channel, k.Tombstones = base, base+":leases", base+":released", base+":gone:"
+	base := k.Permits()
+	k.Lock, k.Leases, k.Channel, k.Tombstones = base, k.PermitLeases(), base+":released", base+":gone:"
 	return k, nil
 }
 

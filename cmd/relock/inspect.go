@@ -11,7 +11,7 @@ import (
 var inspectCommand = &command{
 	name:         "inspect",
 	args:         "NAME",
-	summary:      "show who holds the lock NAME, on each node",
+	summary:      "show who holds the lock NAME (or its semaphore), on each node",
 	minArgs:      1,
 	maxArgs:      1,
 	verbatimFrom: -1,
@@ -22,34 +22,45 @@ owner holds it on a quorum (N/2+1 nodes), or which readers of an RWMutex
 read it on a quorum, then each node's view: the holders (CLIENTID:OWNERID)
 and their hold counts, the remaining lease (TTL), the node's fencing
 counter, and the nodes that could not be read. An RWMutex's readers are
-marked (read), each with its own lease. Exit status 4 when fewer than a
-quorum could be read: the lock's state is then unknown.
+marked (read), each with its own lease. The holders of the Semaphore of
+the same name are shown too, marked (permits), each with its permits as
+the count and its own lease: a semaphore of K permits needs more nodes
+than a majority, lock.SemaphoreQuorum(N, K), so give its K with --permits
+(1 unless given: a majority). Exit status 4 when fewer than a quorum could
+be read: the lock's state is then unknown.
 
 With --json: an object with name, quorum, answered (nodes read), held,
 holder (owner, count, ttl_ms, nodes; absent when not held), readers (the
-same for each reader on a quorum; absent when none) and nodes (node, addr,
-holders, ttl_ms, fence, readers: owner -> count and ttl_ms, error). ttl_ms
-is -1 for a key that never expires, and absent on a node where the lock is
-free.`,
+same for each reader on a quorum; absent when none), permit_quorum,
+permits (the same for each semaphore holder on permit_quorum nodes, count
+being its permits; absent when none) and nodes (node, addr, holders,
+ttl_ms, fence, readers and permits: owner -> count and ttl_ms, error).
+ttl_ms is -1 for a key that never expires, and absent on a node where the
+lock is free.`,
 	examples: `
   relock inspect nightly-report
-  relock inspect --json nightly-report | jq -r '.holder.owner // "free"'`,
+  relock inspect --json nightly-report | jq -r '.holder.owner // "free"'
+  relock inspect --permits 3 exports`,
 }
 
 func setupInspect(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, "write JSON instead of a table")
+	permits := permitsFlag(fs)
 	return func(ctx context.Context, e *env, g *globals, args []string) error {
+		if err := checkPermits(*permits); err != nil {
+			return err
+		}
 		c, closeAll, err := g.connect(lock.Options{})
 		if err != nil {
 			return err
 		}
 		defer closeAll()
+		quorum, permitQuorum := quorums(c, *permits)
 		states, err := c.Inspect(ctx, args[0])
 		if err != nil {
 			return err
 		}
-		_, quorum := c.Nodes()
-		v := newLockView(args[0], states, quorum)
+		v := newLockView(args[0], states, quorum, permitQuorum)
 		if *asJSON {
 			err = writeJSON(e.stdout, v)
 		} else {

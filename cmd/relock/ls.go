@@ -17,7 +17,7 @@ import (
 var lsCommand = &command{
 	name:         "ls",
 	args:         "[PATTERN]",
-	summary:      "list the locks held now",
+	summary:      "list the locks and semaphores held now",
 	minArgs:      0,
 	maxArgs:      1,
 	verbatimFrom: -1,
@@ -27,8 +27,11 @@ Lists the locks held on a quorum of the nodes now, whose names match the
 glob PATTERN (as Redis's SCAN MATCH: * ? [abc] and \ to escape; default
 every lock): name, holder, hold count, remaining lease (TTL), and on how
 many nodes the holder has it; an RWMutex's readers on a quorum each get a
-row, marked (read), with their own lease. Each node is read with SCAN, at most --limit
-locks from each; a node with more is reported and the list is incomplete.
+row, marked (read), with their own lease, and so do a Semaphore's holders,
+marked (permits), with their permits as the count (--permits K: the
+semaphores have K permits, which sets the nodes a holder needs; 1 unless
+given). Each node is read with SCAN, at most --limit locks from each; a
+node with more is reported and the list is incomplete.
 Every lock found is then read on every node, as inspect reads it. Exit
 status 4 when fewer than a quorum of the nodes could be read.
 
@@ -61,9 +64,13 @@ func setupLs(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, "write JSON instead of a table")
 	all := fs.Bool("all", false, "also list locks present on fewer nodes than a quorum (an attempt under way, or what a failure left until its lease ends)")
 	limit := fs.Int("limit", lock.DefaultListLimit, "read at most `N` locks from each node")
+	permits := permitsFlag(fs)
 	return func(ctx context.Context, e *env, g *globals, args []string) error {
 		if *limit <= 0 {
 			return usagef("--limit %d is not positive", *limit)
+		}
+		if err := checkPermits(*permits); err != nil {
+			return err
 		}
 		pattern := ""
 		if len(args) > 0 {
@@ -74,7 +81,7 @@ func setupLs(fs *flag.FlagSet) action {
 			return err
 		}
 		defer closeAll()
-		out, err := list(ctx, c, pattern, *limit, *all)
+		out, err := list(ctx, c, pattern, *limit, *permits, *all)
 		if err != nil && out == nil {
 			return err
 		}
@@ -100,10 +107,11 @@ func setupLs(fs *flag.FlagSet) action {
 	}
 }
 
-// list finds the locks matching pattern and reads each on every node. It
-// returns what it found with a *lock.QuorumError when fewer than a quorum
-// of the nodes could be listed, and no output with any other error.
-func list(ctx context.Context, c *lock.Client, pattern string, limit int, all bool) (*lsOut, error) {
+// list finds the locks matching pattern and reads each on every node, the
+// semaphores among them as of permits permits. It returns what it found
+// with a *lock.QuorumError when fewer than a quorum of the nodes could be
+// listed, and no output with any other error.
+func list(ctx context.Context, c *lock.Client, pattern string, limit, permits int, all bool) (*lsOut, error) {
 	found, err := c.List(ctx, pattern, limit)
 	var qe *lock.QuorumError
 	if err != nil && !errors.As(err, &qe) {
@@ -113,12 +121,12 @@ func list(ctx context.Context, c *lock.Client, pattern string, limit int, all bo
 	for _, f := range found.Failed {
 		out.Unreachable = append(out.Unreachable, nodeErr{Node: f.Node, Addr: f.Addr, Error: f.Err.Error()})
 	}
-	views, ierr := inspectAll(ctx, c, found.Names)
+	views, ierr := inspectAll(ctx, c, found.Names, permits)
 	if ierr != nil {
 		return nil, ierr
 	}
 	for _, v := range views {
-		if v.Held || v.readHeld() || all && v.keyNodes() > 0 {
+		if v.listed() || all && v.keyNodes() > 0 {
 			out.Locks = append(out.Locks, v)
 		}
 	}
@@ -126,9 +134,10 @@ func list(ctx context.Context, c *lock.Client, pattern string, limit int, all bo
 }
 
 // inspectAll reads each of names on every node, a few at a time, and
-// returns their views in the order of names.
-func inspectAll(ctx context.Context, c *lock.Client, names []string) ([]lockView, error) {
-	_, quorum := c.Nodes()
+// returns their views in the order of names (a semaphore's as of permits
+// permits).
+func inspectAll(ctx context.Context, c *lock.Client, names []string, permits int) ([]lockView, error) {
+	quorum, permitQuorum := quorums(c, permits)
 	views := make([]lockView, len(names))
 	errs := make([]error, len(names))
 	turns := make(chan struct{}, inspectors)
@@ -138,7 +147,7 @@ func inspectAll(ctx context.Context, c *lock.Client, names []string) ([]lockView
 		wg.Go(func() {
 			defer func() { <-turns }()
 			states, err := c.Inspect(ctx, name)
-			views[i], errs[i] = newLockView(name, states, quorum), err
+			views[i], errs[i] = newLockView(name, states, quorum, permitQuorum), err
 		})
 	}
 	wg.Wait()
@@ -147,7 +156,8 @@ func inspectAll(ctx context.Context, c *lock.Client, names []string) ([]lockView
 
 // writeTable writes the locks as a table: name, holder, count, TTL, and
 // the nodes that have the holder's hold (or the lock's key, for a lock not
-// held on a quorum); a row for each reader on a quorum too.
+// held on a quorum); a row for each reader and each semaphore holder on a
+// quorum too.
 func (o *lsOut) writeTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tHOLDER\tCOUNT\tTTL\tNODES")
@@ -158,7 +168,10 @@ func (o *lsOut) writeTable(w io.Writer) error {
 		for _, r := range v.Readers {
 			fmt.Fprintf(tw, "%s\t%s (read)\t%d\t%s\t%d/%d\n", displayName(v.Name), r.Owner, r.Count, formatTTL(r.TTLms), r.Nodes, len(v.Nodes))
 		}
-		if v.Held || v.readHeld() {
+		for _, p := range v.Permits {
+			fmt.Fprintf(tw, "%s\t%s (permits)\t%d\t%s\t%d/%d\n", displayName(v.Name), p.Owner, p.Count, formatTTL(p.TTLms), p.Nodes, len(v.Nodes))
+		}
+		if v.listed() {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t(no quorum)\t-\t-\t%d/%d\n", displayName(v.Name), v.keyNodes(), len(v.Nodes))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -12,18 +13,22 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/reentrant"
 )
 
 // lockView is one lock as inspect and ls show it: the quorum's view and
-// each node's. It is also their --json output.
+// each node's, and those of the semaphore of the same name (a name's lock
+// and semaphore share no key). It is also their --json output.
 type lockView struct {
-	Name     string      `json:"name"`
-	Quorum   int         `json:"quorum"`   // nodes that must agree: N/2+1
-	Answered int         `json:"answered"` // nodes that could be read
-	Held     bool        `json:"held"`     // one owner holds it on a quorum
-	Holder   *holderOut  `json:"holder,omitempty"`
-	Readers  []holderOut `json:"readers,omitempty"` // an RWMutex's readers on a quorum, each with its own lease
-	Nodes    []nodeOut   `json:"nodes"`
+	Name         string      `json:"name"`
+	Quorum       int         `json:"quorum"`   // nodes that must agree: N/2+1
+	Answered     int         `json:"answered"` // nodes that could be read
+	Held         bool        `json:"held"`     // one owner holds it on a quorum
+	Holder       *holderOut  `json:"holder,omitempty"`
+	Readers      []holderOut `json:"readers,omitempty"` // an RWMutex's readers on a quorum, each with its own lease
+	PermitQuorum int         `json:"permit_quorum"`     // nodes a semaphore holder needs: lock.SemaphoreQuorum(N, --permits)
+	Permits      []holderOut `json:"permits,omitempty"` // the semaphore's holders on PermitQuorum nodes, count = permits
+	Nodes        []nodeOut   `json:"nodes"`
 }
 
 // holderOut is the owner that holds a lock on a quorum (lock.Holder).
@@ -41,19 +46,55 @@ type nodeOut struct {
 	Holders map[string]int64     `json:"holders"`           // owner → hold count; null when unreadable
 	TTLms   *int64               `json:"ttl_ms,omitempty"`  // the key's remaining lease; absent when free; -1: never expires
 	Fence   int64                `json:"fence"`             // the node's fencing counter
-	Readers map[string]readerOut `json:"readers,omitempty"` // an RWMutex's readers there: owner → read hold
+	Readers map[string]leasedOut `json:"readers,omitempty"` // an RWMutex's readers there: owner → read hold
+	Permits map[string]leasedOut `json:"permits,omitempty"` // the semaphore's holders there: owner → permits
 	Error   string               `json:"error,omitempty"`   // why the node could not be read
 }
 
-// readerOut is one reader's hold on one node (reentrant.LeasedHold).
-type readerOut struct {
-	Count int64 `json:"count"`  // read hold count
+// leasedOut is a hold with its own lease on one node (reentrant.LeasedHold):
+// a reader's, or a semaphore holder's.
+type leasedOut struct {
+	Count int64 `json:"count"`  // read hold count, or permits held
 	TTLms int64 `json:"ttl_ms"` // what is left of its own lease there
 }
 
-// newLockView builds the view of the lock name from Inspect's states.
-func newLockView(name string, states []lock.NodeState, quorum int) lockView {
-	v := lockView{Name: name, Quorum: quorum, Nodes: make([]nodeOut, len(states))}
+// newLeasedOut is holds as the output gives them: nil when there are none.
+func newLeasedOut(holds map[string]reentrant.LeasedHold) map[string]leasedOut {
+	if len(holds) == 0 {
+		return nil
+	}
+	out := make(map[string]leasedOut, len(holds))
+	for owner, h := range holds {
+		out[owner] = leasedOut{Count: h.Count, TTLms: ttlMillis(h.TTL)}
+	}
+	return out
+}
+
+// permitsFlag adds --permits to fs: the capacity of the semaphore of the
+// names read, which sets the quorum its holders need.
+func permitsFlag(fs *flag.FlagSet) *int {
+	return fs.Int("permits", 1, "a semaphore has `K` permits: its holders need lock.SemaphoreQuorum(nodes, K) nodes")
+}
+
+// checkPermits returns a usage error for a --permits below 1.
+func checkPermits(permits int) error {
+	if permits < 1 {
+		return usagef("--permits %d is below 1", permits)
+	}
+	return nil
+}
+
+// quorums returns the quorum of c's nodes a lock's holder needs, and the
+// one a holder of a semaphore of permits needs.
+func quorums(c *lock.Client, permits int) (quorum, permitQuorum int) {
+	n, quorum := c.Nodes()
+	return quorum, lock.SemaphoreQuorum(n, permits)
+}
+
+// newLockView builds the view of the name from Inspect's states: quorum is
+// the lock's, permitQuorum the one its semaphore's holders need.
+func newLockView(name string, states []lock.NodeState, quorum, permitQuorum int) lockView {
+	v := lockView{Name: name, Quorum: quorum, PermitQuorum: permitQuorum, Nodes: make([]nodeOut, len(states))}
 	for i, s := range states {
 		n := nodeOut{Node: s.Node, Addr: s.Addr}
 		if s.Err != nil {
@@ -65,12 +106,7 @@ func newLockView(name string, states []lock.NodeState, quorum int) lockView {
 				ms := ttlMillis(s.Info.TTL)
 				n.TTLms = &ms
 			}
-			if len(s.Info.Readers) > 0 {
-				n.Readers = make(map[string]readerOut, len(s.Info.Readers))
-			}
-			for owner, r := range s.Info.Readers {
-				n.Readers[owner] = readerOut{Count: r.Count, TTLms: ttlMillis(r.TTL)}
-			}
+			n.Readers, n.Permits = newLeasedOut(s.Info.Readers), newLeasedOut(s.Info.Permits)
 		}
 		v.Nodes[i] = n
 	}
@@ -80,6 +116,9 @@ func newLockView(name string, states []lock.NodeState, quorum int) lockView {
 	}
 	for _, r := range lock.QuorumReaders(states, quorum) {
 		v.Readers = append(v.Readers, *newHolderOut(r))
+	}
+	for _, p := range lock.QuorumPermits(states, permitQuorum) {
+		v.Permits = append(v.Permits, *newHolderOut(p))
 	}
 	return v
 }
@@ -92,28 +131,86 @@ func newHolderOut(h lock.Holder) *holderOut {
 // readHeld reports whether readers read the lock on a quorum.
 func (v lockView) readHeld() bool { return len(v.Readers) > 0 }
 
+// permitsHeld reports whether holders hold the semaphore's permits on its
+// quorum.
+func (v lockView) permitsHeld() bool { return len(v.Permits) > 0 }
+
+// listed reports whether a quorum holds the name: its lock, read or
+// written, or its semaphore's permits.
+func (v lockView) listed() bool { return v.Held || v.readHeld() || v.permitsHeld() }
+
 // known reports whether enough nodes answered for the quorum's view to be
 // known.
 func (v lockView) known() bool { return v.Answered >= v.Quorum }
 
-// keyNodes is how many nodes have the lock's key or its readers, whoever
-// holds it there.
+// keyNodes is how many nodes have the lock's key, its readers or the
+// semaphore's permits, whoever holds them there.
 func (v lockView) keyNodes() int {
+	return v.nodesWith(func(n nodeOut) bool { return v.lockOn(n) || len(n.Permits) > 0 })
+}
+
+// lockOn reports whether node n has the lock's key or its readers.
+func (lockView) lockOn(n nodeOut) bool { return len(n.Holders) > 0 || len(n.Readers) > 0 }
+
+// nodesWith is how many nodes have what has says.
+func (v lockView) nodesWith(has func(nodeOut) bool) int {
 	n := 0
 	for _, node := range v.Nodes {
-		if len(node.Holders) > 0 || len(node.Readers) > 0 {
+		if has(node) {
 			n++
 		}
 	}
 	return n
 }
 
-// summary is one line on the lock as a quorum sees it.
+// summary is a line on the lock as a quorum sees it, and one on the
+// semaphore of the same name when any node has its permits (that line
+// alone when no node has the lock).
 func (v lockView) summary() string {
+	if !v.known() {
+		return fmt.Sprintf("lock %q: unknown: %d of %d nodes answered, %d needed", v.Name, v.Answered, len(v.Nodes), v.Quorum)
+	}
+	permitNodes := v.nodesWith(func(n nodeOut) bool { return len(n.Permits) > 0 })
+	if permitNodes == 0 {
+		return v.lockSummary()
+	}
+	sem := v.semaphoreSummary(permitNodes)
+	if v.nodesWith(v.lockOn) == 0 {
+		return sem
+	}
+	return v.lockSummary() + "\n" + sem
+}
+
+// semaphoreSummary is the line on the semaphore of the lock's name, whose
+// permits permitNodes nodes have.
+func (v lockView) semaphoreSummary(permitNodes int) string {
+	all := len(v.Nodes)
+	if !v.permitsHeld() {
+		return fmt.Sprintf("semaphore %q: not held: permits present on %d of %d nodes, fewer than the quorum of %d",
+			v.Name, permitNodes, all, v.PermitQuorum)
+	}
+	holders := make([]string, len(v.Permits))
+	total := int64(0)
+	for i, p := range v.Permits {
+		holders[i] = fmt.Sprintf("%s (%s, TTL %s, %d nodes)", p.Owner, plural(p.Count, "permit"), formatTTL(p.TTLms), p.Nodes)
+		total += p.Count
+	}
+	return fmt.Sprintf("semaphore %q: %s held by %s, each on a quorum of %d of %d nodes",
+		v.Name, plural(total, "permit"), strings.Join(holders, ", "), v.PermitQuorum, all)
+}
+
+// plural is n and the noun, with an s unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
+// lockSummary is the line on the lock as a quorum sees it.
+func (v lockView) lockSummary() string {
 	all := len(v.Nodes)
 	switch {
-	case !v.known():
-		return fmt.Sprintf("lock %q: unknown: %d of %d nodes answered, %d needed", v.Name, v.Answered, all, v.Quorum)
 	case v.Held:
 		h := v.Holder
 		return fmt.Sprintf("lock %q: held by %s (count %d, TTL %s) on %d of %d nodes (quorum %d)",
@@ -124,15 +221,16 @@ func (v lockView) summary() string {
 			readers[i] = fmt.Sprintf("%s (count %d, TTL %s, %d nodes)", r.Owner, r.Count, formatTTL(r.TTLms), r.Nodes)
 		}
 		return fmt.Sprintf("lock %q: read by %s, each on a quorum of %d of %d nodes", v.Name, strings.Join(readers, ", "), v.Quorum, all)
-	case v.keyNodes() > 0:
-		return fmt.Sprintf("lock %q: not held: present on %d of %d nodes, fewer than the quorum of %d", v.Name, v.keyNodes(), all, v.Quorum)
+	case v.nodesWith(v.lockOn) > 0:
+		return fmt.Sprintf("lock %q: not held: present on %d of %d nodes, fewer than the quorum of %d", v.Name, v.nodesWith(v.lockOn), all, v.Quorum)
 	}
 	return fmt.Sprintf("lock %q: free on all %d nodes that answered (of %d)", v.Name, v.Answered, all)
 }
 
-// writeNodes writes the per-node table of v: one row per holder and per
-// reader (marked "(read)", with its own lease) on each node, a dash for a
-// free node, the error for an unreadable one.
+// writeNodes writes the per-node table of v: one row per holder, per
+// reader (marked "(read)", with its own lease) and per semaphore holder
+// (marked "(permits)", its permits as the count, with its own lease) on
+// each node, a dash for a free node, the error for an unreadable one.
 func (v lockView) writeNodes(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tHOLDER\tCOUNT\tTTL\tFENCE")
@@ -141,19 +239,26 @@ func (v lockView) writeNodes(w io.Writer) error {
 		case n.Error != "":
 			// The last cell: a long error does not widen the holder column.
 			fmt.Fprintf(tw, "%d\t%s\tunreachable: %s\n", n.Node, n.Addr, n.Error)
-		case len(n.Holders) == 0 && len(n.Readers) == 0:
+		case len(n.Holders) == 0 && len(n.Readers) == 0 && len(n.Permits) == 0:
 			fmt.Fprintf(tw, "%d\t%s\t-\t-\t-\t%d\n", n.Node, n.Addr, n.Fence)
 		default:
 			for _, owner := range slices.Sorted(maps.Keys(n.Holders)) {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\n", n.Node, n.Addr, owner, n.Holders[owner], formatTTL(*n.TTLms), n.Fence)
 			}
-			for _, owner := range slices.Sorted(maps.Keys(n.Readers)) {
-				r := n.Readers[owner]
-				fmt.Fprintf(tw, "%d\t%s\t%s (read)\t%d\t%s\t%d\n", n.Node, n.Addr, owner, r.Count, formatTTL(r.TTLms), n.Fence)
-			}
+			writeLeased(tw, n, n.Readers, "read")
+			writeLeased(tw, n, n.Permits, "permits")
 		}
 	}
 	return tw.Flush()
+}
+
+// writeLeased writes a row of node n's table for each of holds, the
+// owner marked with kind.
+func writeLeased(w io.Writer, n nodeOut, holds map[string]leasedOut, kind string) {
+	for _, owner := range slices.Sorted(maps.Keys(holds)) {
+		h := holds[owner]
+		fmt.Fprintf(w, "%d\t%s\t%s (%s)\t%d\t%s\t%d\n", n.Node, n.Addr, owner, kind, h.Count, formatTTL(h.TTLms), n.Fence)
+	}
 }
 
 // ttlMillis is a TTL in milliseconds as the JSON output gives it: -1 for a

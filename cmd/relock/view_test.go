@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -39,58 +40,52 @@ func threeNodes() []lock.NodeState {
 }
 
 func TestLockViewOfAQuorumHold(t *testing.T) {
-	v := newLockView("job", threeNodes(), 2)
+	v := newLockView("job", threeNodes(), 2, 2)
 	if !v.known() || !v.Held || v.Answered != 2 || v.Holder == nil || *v.Holder != (holderOut{Owner: "a", Count: 2, TTLms: 8000, Nodes: 2}) {
 		t.Fatalf("view: %+v holder %+v", v, v.Holder)
 	}
 	if got, want := v.summary(), `lock "job": held by a (count 2, TTL 8s) on 2 of 3 nodes (quorum 2)`; got != want {
 		t.Errorf("summary %q; want %q", got, want)
 	}
-	var b strings.Builder
-	if err := v.writeNodes(&b); err != nil {
-		t.Fatal(err)
-	}
+	got := tableOf(t, v.writeNodes)
 	want := `NODE  ADDRESS  HOLDER  COUNT  TTL  FENCE
 0     r1:6379  a       2      9s   7
 1     r2:6379  a       2      8s   7
 2     r3:6379  unreachable: connection refused
 `
-	if b.String() != want {
-		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	if got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
 }
 
 func TestLockViewSummaries(t *testing.T) {
 	free := []lock.NodeState{{Node: 0, Info: reentrant.Info{Holders: map[string]int64{}, TTL: -2}}}
-	if s := newLockView("x", free, 1).summary(); s != `lock "x": free on all 1 nodes that answered (of 1)` {
+	if s := newLockView("x", free, 1, 1).summary(); s != `lock "x": free on all 1 nodes that answered (of 1)` {
 		t.Errorf("free: %q", s)
 	}
 	states := threeNodes()
 	states[1].Info.Holders = map[string]int64{"b": 1}
-	if v := newLockView("x", states, 2); v.Held || !strings.Contains(v.summary(), "not held: present on 2 of 3 nodes") {
+	if v := newLockView("x", states, 2, 2); v.Held || !strings.Contains(v.summary(), "not held: present on 2 of 3 nodes") {
 		t.Errorf("split: %q", v.summary())
 	}
 	states[1].Err = errors.New("down")
-	if v := newLockView("x", states, 2); v.known() || !strings.Contains(v.summary(), "unknown: 1 of 3 nodes answered, 2 needed") {
+	if v := newLockView("x", states, 2, 2); v.known() || !strings.Contains(v.summary(), "unknown: 1 of 3 nodes answered, 2 needed") {
 		t.Errorf("unknown: %q", v.summary())
 	}
 }
 
 func TestLsTable(t *testing.T) {
-	held := newLockView("job", threeNodes(), 2)
+	held := newLockView("job", threeNodes(), 2, 2)
 	states := threeNodes()
 	states[1].Info.Holders = map[string]int64{}
-	partial := newLockView("a b", states, 2)
-	var b strings.Builder
-	if err := (&lsOut{Locks: []lockView{held, partial}}).writeTable(&b); err != nil {
-		t.Fatal(err)
-	}
+	partial := newLockView("a b", states, 2, 2)
+	got := tableOf(t, (&lsOut{Locks: []lockView{held, partial}}).writeTable)
 	want := `NAME   HOLDER       COUNT  TTL  NODES
 job    a            2      8s   2/3
 "a b"  (no quorum)  -      -    1/3
 `
-	if b.String() != want {
-		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	if got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
 }
 
@@ -108,33 +103,107 @@ func readNodes() []lock.NodeState {
 }
 
 func TestLockViewOfReaders(t *testing.T) {
-	v := newLockView("cfg", readNodes(), 2)
+	v := newLockView("cfg", readNodes(), 2, 2)
 	if v.Held || !v.readHeld() || len(v.Readers) != 1 || v.Readers[0] != (holderOut{Owner: "r", Count: 1, TTLms: 8000, Nodes: 2}) {
 		t.Fatalf("view: %+v", v)
 	}
 	if got, want := v.summary(), `lock "cfg": read by r (count 1, TTL 8s, 2 nodes), each on a quorum of 2 of 3 nodes`; got != want {
 		t.Errorf("summary %q; want %q", got, want)
 	}
-	var b strings.Builder
-	if err := v.writeNodes(&b); err != nil {
-		t.Fatal(err)
-	}
+	got := tableOf(t, v.writeNodes)
 	want := `NODE  ADDRESS  HOLDER    COUNT  TTL  FENCE
 0     r1:6379  r (read)  2      9s   0
 1     r2:6379  r (read)  1      8s   0
 2     r3:6379  s (read)  1      3s   0
 `
-	if b.String() != want {
-		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	if got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
-	b.Reset()
-	if err := (&lsOut{Locks: []lockView{v}}).writeTable(&b); err != nil {
-		t.Fatal(err)
-	}
+	got = tableOf(t, (&lsOut{Locks: []lockView{v}}).writeTable)
 	want = `NAME  HOLDER    COUNT  TTL  NODES
 cfg   r (read)  1      8s   2/3
 `
-	if b.String() != want {
-		t.Errorf("ls table:\n%s\nwant:\n%s", b.String(), want)
+	if got != want {
+		t.Errorf("ls table:\n%s\nwant:\n%s", got, want)
 	}
+}
+
+// semNodes is a semaphore of 2 permits over three nodes held by "p" (one
+// permit) on every node and by "q" (one permit) on nodes 0 and 1 only,
+// with no lock of its name.
+func semNodes() []lock.NodeState {
+	sem := func(holds map[string]reentrant.LeasedHold) reentrant.Info {
+		return reentrant.Info{Holders: map[string]int64{}, TTL: -2, Permits: holds}
+	}
+	p, q := reentrant.LeasedHold{Count: 1, TTL: 9 * time.Second}, reentrant.LeasedHold{Count: 1, TTL: 4 * time.Second}
+	return []lock.NodeState{
+		{Node: 0, Addr: "r1:6379", Info: sem(map[string]reentrant.LeasedHold{"p": p, "q": q})},
+		{Node: 1, Addr: "r2:6379", Info: sem(map[string]reentrant.LeasedHold{"p": p, "q": q})},
+		{Node: 2, Addr: "r3:6379", Info: sem(map[string]reentrant.LeasedHold{"p": {Count: 1, TTL: 8 * time.Second}})},
+	}
+}
+
+func TestLockViewOfASemaphore(t *testing.T) {
+	// Of 2 permits, a holder needs all 3 nodes: p holds, q does not.
+	v := newLockView("exports", semNodes(), 2, lock.SemaphoreQuorum(3, 2))
+	if v.Held || v.readHeld() || !v.permitsHeld() || !v.listed() || len(v.Permits) != 1 || v.Permits[0] != (holderOut{Owner: "p", Count: 1, TTLms: 8000, Nodes: 3}) {
+		t.Fatalf("view: %+v", v)
+	}
+	if got, want := v.summary(), `semaphore "exports": 1 permit held by p (1 permit, TTL 8s, 3 nodes), each on a quorum of 3 of 3 nodes`; got != want {
+		t.Errorf("summary %q; want %q", got, want)
+	}
+	got := tableOf(t, v.writeNodes)
+	want := `NODE  ADDRESS  HOLDER       COUNT  TTL  FENCE
+0     r1:6379  p (permits)  1      9s   0
+0     r1:6379  q (permits)  1      4s   0
+1     r2:6379  p (permits)  1      9s   0
+1     r2:6379  q (permits)  1      4s   0
+2     r3:6379  p (permits)  1      8s   0
+`
+	if got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+	// Of 1 permit, a majority: both hold, p with the lease two of its
+	// copies still have.
+	v = newLockView("exports", semNodes(), 2, lock.SemaphoreQuorum(3, 1))
+	if got, want := v.summary(), `semaphore "exports": 2 permits held by p (1 permit, TTL 9s, 3 nodes), q (1 permit, TTL 4s, 2 nodes), each on a quorum of 2 of 3 nodes`; got != want {
+		t.Errorf("summary %q; want %q", got, want)
+	}
+	got = tableOf(t, (&lsOut{Locks: []lockView{v}}).writeTable)
+	want = `NAME     HOLDER       COUNT  TTL  NODES
+exports  p (permits)  1      9s   3/3
+exports  q (permits)  1      4s   2/3
+`
+	if got != want {
+		t.Errorf("ls table:\n%s\nwant:\n%s", got, want)
+	}
+	// Nobody on a quorum of 3: not held, and listed as such.
+	states := semNodes()
+	delete(states[2].Info.Permits, "p")
+	v = newLockView("exports", states, 2, 3)
+	if v.listed() || v.keyNodes() != 2 {
+		t.Fatalf("view: %+v", v)
+	}
+	if got, want := v.summary(), `semaphore "exports": not held: permits present on 2 of 3 nodes, fewer than the quorum of 3`; got != want {
+		t.Errorf("summary %q; want %q", got, want)
+	}
+	// A lock of the same name held beside it: a line for each.
+	for i := range states {
+		states[i].Info.Holders, states[i].Info.TTL = map[string]int64{"a": 1}, 5*time.Second
+	}
+	v = newLockView("exports", states, 2, 3)
+	if got, want := v.summary(), "lock \"exports\": held by a (count 1, TTL 5s) on 3 of 3 nodes (quorum 2)\n"+
+		`semaphore "exports": not held: permits present on 2 of 3 nodes, fewer than the quorum of 3`; got != want {
+		t.Errorf("summary %q; want %q", got, want)
+	}
+}
+
+// tableOf is what write writes.
+func tableOf(t *testing.T, write func(io.Writer) error) string {
+	t.Helper()
+	var b strings.Builder
+	if err := write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
