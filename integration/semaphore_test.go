@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -105,6 +106,68 @@ func TestSemaphoreBadInputIsRefusedAndChangesNothing(t *testing.T) {
 	for i := range 3 {
 		require.Equal(t, "theirs", cluster.Nodes[i].Direct().Get(ctx, key.Leases).Val())
 	}
+}
+
+// TestSemaphoreCapacityMismatchIsRefused: a handle that gives a semaphore
+// another capacity than its holders gave gets a typed error at once, from
+// TryAcquire and from a waiting Acquire, and changes nothing on any node;
+// once the semaphore is idle, the new capacity is taken.
+func TestSemaphoreCapacityMismatchIsRefused(t *testing.T) {
+	forMasters(t, func(t *testing.T, n int) {
+		reset(t)
+		c := newLockClient(t, n, lock.Options{})
+		ctx := ctxFor(t, 20*time.Second)
+		const name = "capacity"
+		two := newSemaphore(t, c, name, 2)
+		held, err := two.Acquire(ctx, 1)
+		require.NoError(t, err)
+
+		three := newSemaphore(t, newLockClient(t, n, lock.Options{}), name, 3)
+		p, err := three.TryAcquire(ctx, 1)
+		require.Nil(t, p)
+		require.ErrorIs(t, err, lock.ErrCapacityMismatch)
+		var ce *reentrant.CapacityError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, reentrant.CapacityError{Key: mustSemKey(t, name).Lock, Capacity: 2, Asked: 3}, *ce)
+
+		// A waiting Acquire does not wait for a quorum that cannot come.
+		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		p, err = three.Acquire(waitCtx, 1)
+		require.Nil(t, p)
+		require.ErrorIs(t, err, lock.ErrCapacityMismatch)
+		require.NoError(t, waitCtx.Err(), "refused at once, not when ctx ended")
+
+		requireNoPermitsSoonExcept(t, n, name, map[string]int64{held.Owner(): 1})
+		free, err := two.Available(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, free, "the mismatched attempts took nothing")
+
+		// Idle, the semaphore takes the new capacity, and the old one is
+		// refused in turn.
+		require.NoError(t, held.Release(ctx))
+		requireNoPermitsSoon(t, n, name, 2*time.Second)
+		p, err = three.TryAcquire(ctx, 3)
+		require.NoError(t, err)
+		require.NotNil(t, p)
+		_, err = two.TryAcquire(ctx, 1)
+		require.ErrorIs(t, err, lock.ErrCapacityMismatch)
+		require.NoError(t, p.Release(ctx))
+	})
+}
+
+// requireNoPermitsSoonExcept asserts that the first n nodes count exactly
+// the holders of want, allowing a moment for background undos to land.
+func requireNoPermitsSoonExcept(t *testing.T, n int, name string, want map[string]int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, h := range permitsOn(t, n, name) {
+			if !maps.Equal(h, want) {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, 20*time.Millisecond, "semaphore %q: want %v on every node, have %v", name, want, permitsOn(t, n, name))
 }
 
 // TestSemaphoreTryAcquireAndAvailable: TryAcquire takes what is free and

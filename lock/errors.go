@@ -42,6 +42,13 @@ var (
 	// ErrWrongType is matched by a *reentrant.WrongTypeError: the lock's key
 	// holds data someone else stored. relock leaves it untouched.
 	ErrWrongType = reentrant.ErrWrongType
+	// ErrCapacityMismatch is a node's cause in a QuorumError, matched by a
+	// *reentrant.CapacityError, when a Semaphore is acquired with another
+	// capacity than its holders there gave (NewSemaphore's k): every user
+	// of a name must give the same. Once so many nodes refuse it that no
+	// quorum is left, the acquisition fails at once, without waiting, and
+	// leaves nothing behind.
+	ErrCapacityMismatch = reentrant.ErrCapacityMismatch
 )
 
 // NodeError is one node's failure within a quorum operation.

@@ -121,11 +121,12 @@ func expiredReason(renewed bool) LossReason {
 
 // hopeless reports whether a failed quorum operation can never succeed by
 // retrying: so many nodes answered with a permanent error (the key holds
-// someone else's data) that no quorum is left to agree.
+// someone else's data, or a semaphore's holders gave another capacity)
+// that no quorum is left to agree.
 func (c *Client) hopeless(qe *QuorumError) bool {
 	permanent := 0
 	for _, n := range qe.Nodes {
-		if errors.Is(n.Err, ErrWrongType) {
+		if errors.Is(n.Err, ErrWrongType) || errors.Is(n.Err, ErrCapacityMismatch) {
 			permanent++
 		}
 	}

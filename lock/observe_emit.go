@@ -361,6 +361,8 @@ func nodeErrorKind(err error) NodeErrorKind {
 		return NodeWrongType
 	case errors.Is(err, ErrNotReplicated):
 		return NodeNotReplicated
+	case errors.Is(err, ErrCapacityMismatch):
+		return NodeServerError // the node's reply, read as a typed error
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return NodeTimeout
 	case errors.As(err, &opErr), errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout),

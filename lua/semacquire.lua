@@ -17,6 +17,8 @@
 -- {2, -2, 0} stale: the owner's permits here were released (or undone) by
 --   an operation numbered at or above this one; its tombstone refuses it;
 -- {3, -2, 0} a re-entry that found nothing of the owner here.
+-- An error reply 'RELOCK_CAPACITY stored' when the holders here gave
+-- another capacity (see capacityOf in semaphore.lua), changing nothing.
 --
 -- Each node enforces its own count: the live permits it holds never exceed
 -- k, whatever the other nodes hold. The lock package's quorum for a
@@ -46,6 +48,10 @@ end
 if seq <= buried(KEYS[3]) then
   return {2, -2, 0}
 end
+local stored = capacityOf(permits)
+if stored and stored ~= k then
+  error(redis.error_reply('RELOCK_CAPACITY ' .. stored))
+end
 local used, soonest = others(permits, leases, owner)
 if used + n > k then
   refused(KEYS[3], seq, lease, twice)
@@ -53,6 +59,9 @@ if used + n > k then
     return {0, -1, 0} -- n alone exceeds k: no lease to wait for
   end
   return {0, math.max(soonest - now, 0), 0}
+end
+if not stored then
+  redis.call('HSET', permits, capacityField, k)
 end
 setReader(permits, leases, owner, n, seq, now, lease)
 return {1, count, 0}

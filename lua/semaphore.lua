@@ -10,12 +10,29 @@
 --   leases   a sorted set: OWNER scored by the end of its lease, in this
 --            server's time (ms, from TIME), so each holder's lease is its
 --            own: one holder renewing keeps no other holder alive.
+--   and, in the permits hash, the field '/capacity': the capacity k the
+--            holders gave (see capacityOf).
 -- Both keys live as long as the last lease (fitReaders); every script
 -- first drops the holders whose lease has ended (dropEnded), so an expired
 -- holder's permits are free to the very next call, whoever makes it.
 
 -- semRoles names the semaphore's keys in a foreign-data error.
 local semRoles = {'permits', 'leases'}
+
+-- capacityField keeps, in the permits hash, the capacity its holders gave.
+-- No holder's field can be it: an owner is CLIENTID:OWNERID, and its other
+-- field OWNER/seq, neither of which begins with '/'.
+local capacityField = '/capacity'
+
+-- capacityOf returns the capacity stored in the permits hash, or nil when
+-- no one holds permits. The first holder stores it; every new holder must
+-- give the same, or the count each node keeps and the quorum each client
+-- asks for would not be of one semaphore (a client of k = 3 would take a
+-- third permit while one of k = 2 holds two). It goes with the keys when the
+-- last holder leaves, so an idle semaphore can be given a new capacity.
+local function capacityOf(permits)
+  return tonumber(redis.call('HGET', permits, capacityField))
+end
 
 -- others returns the permits held by live holders other than owner, and
 -- the end of the soonest of their leases (0 when there is none).

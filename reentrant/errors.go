@@ -15,6 +15,8 @@ var (
 	ErrInvalidArgument = errors.New("relock: invalid argument")
 	// ErrWrongType is matched by a WrongTypeError.
 	ErrWrongType = errors.New("relock: key holds data that is not a relock lock")
+	// ErrCapacityMismatch is matched by a CapacityError.
+	ErrCapacityMismatch = errors.New("relock: the semaphore's holders gave another capacity")
 	// ErrNotSent is wrapped, with the caller's ctx error, by a call whose
 	// ctx ended while it was still queued for its node's next pipeline.
 	ErrNotSent = errors.New("relock: call not sent")
@@ -40,6 +42,24 @@ func connectFailed(err error) bool {
 	}
 	return false
 }
+
+// CapacityError reports an acquisition of a semaphore whose holders on a
+// node gave another capacity: every user of a semaphore's name must give
+// the same, since each node counts permits against it and each client asks
+// for the quorum it sets. The node changed nothing. The capacity is kept
+// while anyone holds permits there, so an idle semaphore may change it.
+type CapacityError struct {
+	Key      string // the semaphore's permits key
+	Capacity int64  // the capacity the holders there gave
+	Asked    int64  // the capacity the acquisition gave
+}
+
+func (e *CapacityError) Error() string {
+	return fmt.Sprintf("relock: semaphore %q has a capacity of %d, not %d: every user of a name must give the same", e.Key, e.Capacity, e.Asked)
+}
+
+// Is makes errors.Is(err, ErrCapacityMismatch) true.
+func (e *CapacityError) Is(target error) bool { return target == ErrCapacityMismatch }
 
 // WrongTypeError reports that a lock's key holds data of another type, stored
 // by someone else. relock leaves such data untouched.

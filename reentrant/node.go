@@ -599,8 +599,15 @@ func (n *Node) scriptError(key Key, err error) error {
 
 // opError is scriptError for an operation of one owner: a WRONGTYPE raised
 // at the owner's tombstone (the script says so) names that key instead of the
-// lock's.
+// lock's, and a semaphore's RELOCK_CAPACITY error (see semacquire.lua) is a
+// CapacityError.
 func (n *Node) opError(op Op, err error) error {
+	if rest, ok := strings.CutPrefix(err.Error(), "RELOCK_CAPACITY "); ok {
+		stored, _, _ := strings.Cut(rest, " ") // Redis may append where it was raised
+		if capacity, perr := strconv.ParseInt(stored, 10, 64); perr == nil {
+			return &CapacityError{Key: op.Key.Lock, Capacity: capacity, Asked: op.Capacity}
+		}
+	}
 	if rest, ok := strings.CutPrefix(err.Error(), "WRONGTYPE "); ok {
 		if kind, where, _ := strings.Cut(rest, " "); strings.HasPrefix(where, "tombstone") {
 			tomb := op.Key.Tombstone(op.Owner)
