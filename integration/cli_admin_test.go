@@ -151,8 +151,9 @@ func testCLIInspectAndLsReaders(t *testing.T, cli relockCLI) {
 
 // testCLIInspectAndLsPermits: a Semaphore's holders show in inspect (each
 // one's permits and lease on each node, and those on the semaphore's
-// quorum, which --permits sets) and in ls, which finds the name by its
-// permits' key; a Mutex of the same name gets its own line.
+// quorum, which the capacity the nodes recorded sets, or --permits) and in
+// ls, which finds the name by its permits' key; a Mutex of the same name
+// gets its own line.
 func testCLIInspectAndLsPermits(t *testing.T, cli relockCLI) {
 	const n = 3
 	reset(t)
@@ -166,12 +167,13 @@ func testCLIInspectAndLsPermits(t *testing.T, cli relockCLI) {
 	require.NoError(t, err)
 	permits := map[string]int64{two.Owner(): 2, one.Owner(): 1}
 
-	code, out, stderr := cli.run(t, n, "inspect", "--json", "--permits", "3", name)
+	code, out, stderr := cli.run(t, n, "inspect", "--json", name)
 	require.Equal(t, 0, code, stderr)
 	var view inspectJSON
 	decodeJSON(t, out, &view)
 	require.False(t, view.Held, "no lock of the name")
 	require.Empty(t, view.Readers)
+	require.Equal(t, int64(3), view.Capacity, "as the holders gave it")
 	require.Equal(t, s.Quorum(), view.PermitQuorum, "lock.SemaphoreQuorum(3, 3)")
 	requireQuorumHolds(t, view.Permits, permits, n)
 	for _, node := range view.Nodes {
@@ -182,27 +184,34 @@ func testCLIInspectAndLsPermits(t *testing.T, cli relockCLI) {
 
 	m := c.NewMutex(name)
 	require.NoError(t, m.Lock(ctx))
-	code, out, stderr = cli.run(t, n, "inspect", "--permits", "3", name)
+	code, out, stderr = cli.run(t, n, "inspect", name)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, fmt.Sprintf("lock %q: held by %s", name, m.Owner()))
-	require.Contains(t, out, fmt.Sprintf("semaphore %q: 3 permits held by ", name))
+	require.Contains(t, out, fmt.Sprintf("semaphore %q (capacity 3): 3 permits held by ", name))
 	require.Contains(t, out, fmt.Sprintf("each on a quorum of %d of %d nodes", s.Quorum(), n))
 	require.Equal(t, 2*n, strings.Count(out, " (permits) "), "a row per holder on each node:\n%s", out)
 
-	code, out, stderr = cli.run(t, n, "ls", "--permits", "3")
+	code, out, stderr = cli.run(t, n, "ls")
 	require.Equal(t, 0, code, stderr)
 	require.Regexp(t, fmt.Sprintf(`(?m)^exports\s+%s\s+1\s+\S+s\s+%d/%d$`, m.Owner(), n, n), out)
 	require.Regexp(t, fmt.Sprintf(`(?m)^exports\s+%s \(permits\)\s+2\s+\S+s\s+%d/%d$`, two.Owner(), n, n), out)
 	require.Regexp(t, fmt.Sprintf(`(?m)^exports\s+%s \(permits\)\s+1\s+\S+s\s+%d/%d$`, one.Owner(), n, n), out)
 
-	for _, bad := range []string{"0", "-1", "x"} {
+	// --permits over what the nodes recorded: 1 permit, a majority.
+	code, out, stderr = cli.run(t, n, "inspect", "--json", "--permits", "1", name)
+	require.Equal(t, 0, code, stderr)
+	var asOne inspectJSON
+	decodeJSON(t, out, &asOne)
+	require.Equal(t, int64(1), asOne.Capacity)
+	require.Equal(t, n/2+1, asOne.PermitQuorum)
+	for _, bad := range []string{"-1", "x"} {
 		code, _, stderr = cli.run(t, n, "inspect", "--permits", bad, name)
 		require.Equal(t, 2, code, "--permits %s: %s", bad, stderr)
 	}
 
 	// The semaphore alone, once the lock is released; then nothing.
 	require.NoError(t, m.Unlock(ctx))
-	code, out, stderr = cli.run(t, n, "ls", "--json", "--permits", "3")
+	code, out, stderr = cli.run(t, n, "ls", "--json")
 	require.Equal(t, 0, code, stderr)
 	var listed lsJSON
 	decodeJSON(t, out, &listed)

@@ -225,6 +225,7 @@ type inspectJSON struct {
 		Nodes int    `json:"nodes"`
 	} `json:"holder"`
 	Readers      []quorumHoldJSON `json:"readers"`
+	Capacity     int64            `json:"capacity"`
 	PermitQuorum int              `json:"permit_quorum"`
 	Permits      []quorumHoldJSON `json:"permits"`
 	Nodes        []struct {

@@ -220,6 +220,9 @@ func TestSemaphoreTryAcquireAndAvailable(t *testing.T) {
 		}
 		_, held := lock.QuorumHolder(states, s.Quorum())
 		require.False(t, held)
+		for i, st := range states {
+			require.Equal(t, int64(3), st.Info.Capacity, "node %d records the capacity the holders gave", i)
+		}
 
 		require.NoError(t, two.Release(ctx))
 		require.ErrorIs(t, two.Release(ctx), lock.ErrNotHeld, "a permit is released once")

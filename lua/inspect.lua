@@ -5,12 +5,13 @@
 -- KEYS[5] the permits hash of the semaphore of the same name
 -- KEYS[6] its holders' leases (see semaphore.lua)
 --
--- Returns {pttl, fence, holders, readers, permits}: holders is a flat list
--- of owner, count (the hold at KEYS[1]: a Mutex's, or an RWMutex's writer),
+-- Returns {pttl, fence, holders, readers, permits, capacity}: holders is a
+-- flat list of owner, count (the hold at KEYS[1]: a Mutex's, or an RWMutex's writer),
 -- empty when the lock is free, with pttl -2; readers one of owner, count,
 -- remaining lease (ms) for each reader whose lease has not ended (a lock of
 -- another kind has none), as liveHolders gives them; permits the same for
--- the semaphore's live holders, with their permits as the count. A name's
+-- the semaphore's live holders, with their permits as the count, and
+-- capacity the one its holders gave (0 when none is recorded). A name's
 -- lock and semaphore share no key, so one read shows an operator whichever
 -- the name is.
 local key = KEYS[1]
@@ -27,4 +28,4 @@ if lockKind(key) ~= 'none' then
   end
 end
 return {pttl, fence, holders, liveHolders(KEYS[3], KEYS[4]),
-  liveHolders(KEYS[5], KEYS[6], semRoles)}
+  liveHolders(KEYS[5], KEYS[6], semRoles), capacityOf(KEYS[5]) or 0}

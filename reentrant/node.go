@@ -464,6 +464,10 @@ type Info struct {
 	// NewSemaphoreKey) whose lease has not ended, each with its permits
 	// (as Count) and its own lease; empty when no one holds its permits.
 	Permits map[string]LeasedHold
+	// Capacity is the semaphore's capacity as its holders here gave it
+	// (every user of a name gives the same, see CapacityError); 0 when
+	// none is recorded.
+	Capacity int64
 }
 
 // LeasedHold is a hold with a lease of its own on one node: an RWMutex's
@@ -495,15 +499,15 @@ func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
 		return Info{}, n.scriptError(key, err)
 	}
 	var holders, readers, permits []any
-	if len(reply) == 5 {
+	if len(reply) == 6 {
 		holders, _ = reply[2].([]any)
 		readers, _ = reply[3].([]any)
 		permits, _ = reply[4].([]any)
 	}
-	if len(reply) != 5 || len(holders)%2 != 0 {
+	if len(reply) != 6 || len(holders)%2 != 0 {
 		return Info{}, fmt.Errorf("relock: inspect: unexpected reply %v", reply)
 	}
-	info := Info{Holders: make(map[string]int64), TTL: pttl(asInt(reply[0])), Fence: asInt(reply[1])}
+	info := Info{Holders: make(map[string]int64), TTL: pttl(asInt(reply[0])), Fence: asInt(reply[1]), Capacity: asInt(reply[5])}
 	for i := 0; i+1 < len(holders); i += 2 {
 		owner, _ := holders[i].(string)
 		info.Holders[owner] = asInt(holders[i+1])

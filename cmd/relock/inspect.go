@@ -24,15 +24,16 @@ and their hold counts, the remaining lease (TTL), the node's fencing
 counter, and the nodes that could not be read. An RWMutex's readers are
 marked (read), each with its own lease. The holders of the Semaphore of
 the same name are shown too, marked (permits), each with its permits as
-the count and its own lease: a semaphore of K permits needs more nodes
-than a majority, lock.SemaphoreQuorum(N, K), so give its K with --permits
-(1 unless given: a majority). Exit status 4 when fewer than a quorum could
-be read: the lock's state is then unknown.
+the count and its own lease: a semaphore of K permits needs
+lock.SemaphoreQuorum(N, K) nodes, more than a majority when K > 1. K is
+the capacity the holders gave, which the nodes record, unless --permits
+gives it. Exit status 4 when fewer than a quorum could be read: the lock's
+state is then unknown.
 
 With --json: an object with name, quorum, answered (nodes read), held,
 holder (owner, count, ttl_ms, nodes; absent when not held), readers (the
-same for each reader on a quorum; absent when none), permit_quorum,
-permits (the same for each semaphore holder on permit_quorum nodes, count
+same for each reader on a quorum; absent when none), capacity (K; 0
+when unknown), permit_quorum, permits (the same for each semaphore holder on permit_quorum nodes, count
 being its permits; absent when none) and nodes (node, addr, holders,
 ttl_ms, fence, readers and permits: owner -> count and ttl_ms, error).
 ttl_ms is -1 for a key that never expires, and absent on a node where the
@@ -40,7 +41,7 @@ lock is free.`,
 	examples: `
   relock inspect nightly-report
   relock inspect --json nightly-report | jq -r '.holder.owner // "free"'
-  relock inspect --permits 3 exports`,
+  relock inspect exports`,
 }
 
 func setupInspect(fs *flag.FlagSet) action {
@@ -55,12 +56,12 @@ func setupInspect(fs *flag.FlagSet) action {
 			return err
 		}
 		defer closeAll()
-		quorum, permitQuorum := quorums(c, *permits)
 		states, err := c.Inspect(ctx, args[0])
 		if err != nil {
 			return err
 		}
-		v := newLockView(args[0], states, quorum, permitQuorum)
+		_, quorum := c.Nodes()
+		v := newLockView(args[0], states, quorum, *permits)
 		if *asJSON {
 			err = writeJSON(e.stdout, v)
 		} else {

@@ -28,9 +28,8 @@ glob PATTERN (as Redis's SCAN MATCH: * ? [abc] and \ to escape; default
 every lock): name, holder, hold count, remaining lease (TTL), and on how
 many nodes the holder has it; an RWMutex's readers on a quorum each get a
 row, marked (read), with their own lease, and so do a Semaphore's holders,
-marked (permits), with their permits as the count (--permits K: the
-semaphores have K permits, which sets the nodes a holder needs; 1 unless
-given). Each node is read with SCAN, at most --limit locks from each; a
+marked (permits), with their permits as the count (on the quorum their
+semaphore's capacity sets, as inspect says). Each node is read with SCAN, at most --limit locks from each; a
 node with more is reported and the list is incomplete.
 Every lock found is then read on every node, as inspect reads it. Exit
 status 4 when fewer than a quorum of the nodes could be read.
@@ -108,7 +107,7 @@ func setupLs(fs *flag.FlagSet) action {
 }
 
 // list finds the locks matching pattern and reads each on every node, the
-// semaphores among them as of permits permits. It returns what it found
+// semaphores among them as of permits permits (0: as recorded). It returns what it found
 // with a *lock.QuorumError when fewer than a quorum of the nodes could be
 // listed, and no output with any other error.
 func list(ctx context.Context, c *lock.Client, pattern string, limit, permits int, all bool) (*lsOut, error) {
@@ -135,9 +134,9 @@ func list(ctx context.Context, c *lock.Client, pattern string, limit, permits in
 
 // inspectAll reads each of names on every node, a few at a time, and
 // returns their views in the order of names (a semaphore's as of permits
-// permits).
+// permits; 0: as recorded).
 func inspectAll(ctx context.Context, c *lock.Client, names []string, permits int) ([]lockView, error) {
-	quorum, permitQuorum := quorums(c, permits)
+	_, quorum := c.Nodes()
 	views := make([]lockView, len(names))
 	errs := make([]error, len(names))
 	turns := make(chan struct{}, inspectors)
@@ -147,7 +146,7 @@ func inspectAll(ctx context.Context, c *lock.Client, names []string, permits int
 		wg.Go(func() {
 			defer func() { <-turns }()
 			states, err := c.Inspect(ctx, name)
-			views[i], errs[i] = newLockView(name, states, quorum, permitQuorum), err
+			views[i], errs[i] = newLockView(name, states, quorum, permits), err
 		})
 	}
 	wg.Wait()

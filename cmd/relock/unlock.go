@@ -68,8 +68,8 @@ func confirm(ctx context.Context, e *env, c *lock.Client, name string) error {
 	if err != nil {
 		return err
 	}
-	quorum, permitQuorum := quorums(c, 1)
-	v := newLockView(name, states, quorum, permitQuorum)
+	_, quorum := c.Nodes()
+	v := newLockView(name, states, quorum, 0)
 	fmt.Fprintln(e.stderr, v.summary())
 	if err := v.writeNodes(e.stderr); err != nil {
 		return err

@@ -26,7 +26,8 @@ type lockView struct {
 	Held         bool        `json:"held"`     // one owner holds it on a quorum
 	Holder       *holderOut  `json:"holder,omitempty"`
 	Readers      []holderOut `json:"readers,omitempty"` // an RWMutex's readers on a quorum, each with its own lease
-	PermitQuorum int         `json:"permit_quorum"`     // nodes a semaphore holder needs: lock.SemaphoreQuorum(N, --permits)
+	Capacity     int64       `json:"capacity"`          // the semaphore's permits: --permits, or as its holders gave it (0: none recorded)
+	PermitQuorum int         `json:"permit_quorum"`     // nodes a semaphore holder needs: lock.SemaphoreQuorum(N, capacity or 1)
 	Permits      []holderOut `json:"permits,omitempty"` // the semaphore's holders on PermitQuorum nodes, count = permits
 	Nodes        []nodeOut   `json:"nodes"`
 }
@@ -73,28 +74,24 @@ func newLeasedOut(holds map[string]reentrant.LeasedHold) map[string]leasedOut {
 // permitsFlag adds --permits to fs: the capacity of the semaphore of the
 // names read, which sets the quorum its holders need.
 func permitsFlag(fs *flag.FlagSet) *int {
-	return fs.Int("permits", 1, "a semaphore has `K` permits: its holders need lock.SemaphoreQuorum(nodes, K) nodes")
+	return fs.Int("permits", 0, "a semaphore has `K` permits (its holders need lock.SemaphoreQuorum(nodes, K) nodes); default: as its holders gave it")
 }
 
-// checkPermits returns a usage error for a --permits below 1.
+// checkPermits returns a usage error for a negative --permits.
 func checkPermits(permits int) error {
-	if permits < 1 {
-		return usagef("--permits %d is below 1", permits)
+	if permits < 0 {
+		return usagef("--permits %d is negative", permits)
 	}
 	return nil
 }
 
-// quorums returns the quorum of c's nodes a lock's holder needs, and the
-// one a holder of a semaphore of permits needs.
-func quorums(c *lock.Client, permits int) (quorum, permitQuorum int) {
-	n, quorum := c.Nodes()
-	return quorum, lock.SemaphoreQuorum(n, permits)
-}
-
 // newLockView builds the view of the name from Inspect's states: quorum is
-// the lock's, permitQuorum the one its semaphore's holders need.
-func newLockView(name string, states []lock.NodeState, quorum, permitQuorum int) lockView {
-	v := lockView{Name: name, Quorum: quorum, PermitQuorum: permitQuorum, Nodes: make([]nodeOut, len(states))}
+// the lock's; permits, when not 0, the capacity of its semaphore, which sets
+// the quorum the semaphore's holders need. When 0, the capacity is the one
+// the holders gave (the largest recorded, should nodes differ: the largest
+// quorum), or 1 (a majority) when none is recorded.
+func newLockView(name string, states []lock.NodeState, quorum, permits int) lockView {
+	v := lockView{Name: name, Quorum: quorum, Capacity: int64(permits), Nodes: make([]nodeOut, len(states))}
 	for i, s := range states {
 		n := nodeOut{Node: s.Node, Addr: s.Addr}
 		if s.Err != nil {
@@ -107,6 +104,9 @@ func newLockView(name string, states []lock.NodeState, quorum, permitQuorum int)
 				n.TTLms = &ms
 			}
 			n.Readers, n.Permits = newLeasedOut(s.Info.Readers), newLeasedOut(s.Info.Permits)
+			if permits == 0 {
+				v.Capacity = max(v.Capacity, s.Info.Capacity)
+			}
 		}
 		v.Nodes[i] = n
 	}
@@ -117,7 +117,8 @@ func newLockView(name string, states []lock.NodeState, quorum, permitQuorum int)
 	for _, r := range lock.QuorumReaders(states, quorum) {
 		v.Readers = append(v.Readers, *newHolderOut(r))
 	}
-	for _, p := range lock.QuorumPermits(states, permitQuorum) {
+	v.PermitQuorum = lock.SemaphoreQuorum(len(states), int(max(v.Capacity, 1)))
+	for _, p := range lock.QuorumPermits(states, v.PermitQuorum) {
 		v.Permits = append(v.Permits, *newHolderOut(p))
 	}
 	return v
@@ -186,8 +187,8 @@ func (v lockView) summary() string {
 func (v lockView) semaphoreSummary(permitNodes int) string {
 	all := len(v.Nodes)
 	if !v.permitsHeld() {
-		return fmt.Sprintf("semaphore %q: not held: permits present on %d of %d nodes, fewer than the quorum of %d",
-			v.Name, permitNodes, all, v.PermitQuorum)
+		return fmt.Sprintf("semaphore %q%s: not held: permits present on %d of %d nodes, fewer than the quorum of %d",
+			v.Name, v.capacityNote(), permitNodes, all, v.PermitQuorum)
 	}
 	holders := make([]string, len(v.Permits))
 	total := int64(0)
@@ -195,8 +196,16 @@ func (v lockView) semaphoreSummary(permitNodes int) string {
 		holders[i] = fmt.Sprintf("%s (%s, TTL %s, %d nodes)", p.Owner, plural(p.Count, "permit"), formatTTL(p.TTLms), p.Nodes)
 		total += p.Count
 	}
-	return fmt.Sprintf("semaphore %q: %s held by %s, each on a quorum of %d of %d nodes",
-		v.Name, plural(total, "permit"), strings.Join(holders, ", "), v.PermitQuorum, all)
+	return fmt.Sprintf("semaphore %q%s: %s held by %s, each on a quorum of %d of %d nodes",
+		v.Name, v.capacityNote(), plural(total, "permit"), strings.Join(holders, ", "), v.PermitQuorum, all)
+}
+
+// capacityNote names the semaphore's capacity, when known, for a summary.
+func (v lockView) capacityNote() string {
+	if v.Capacity == 0 {
+		return ""
+	}
+	return " (capacity " + strconv.FormatInt(v.Capacity, 10) + ")"
 }
 
 // plural is n and the noun, with an s unless n is 1.

@@ -40,7 +40,7 @@ func threeNodes() []lock.NodeState {
 }
 
 func TestLockViewOfAQuorumHold(t *testing.T) {
-	v := newLockView("job", threeNodes(), 2, 2)
+	v := newLockView("job", threeNodes(), 2, 0)
 	if !v.known() || !v.Held || v.Answered != 2 || v.Holder == nil || *v.Holder != (holderOut{Owner: "a", Count: 2, TTLms: 8000, Nodes: 2}) {
 		t.Fatalf("view: %+v holder %+v", v, v.Holder)
 	}
@@ -60,25 +60,25 @@ func TestLockViewOfAQuorumHold(t *testing.T) {
 
 func TestLockViewSummaries(t *testing.T) {
 	free := []lock.NodeState{{Node: 0, Info: reentrant.Info{Holders: map[string]int64{}, TTL: -2}}}
-	if s := newLockView("x", free, 1, 1).summary(); s != `lock "x": free on all 1 nodes that answered (of 1)` {
+	if s := newLockView("x", free, 1, 0).summary(); s != `lock "x": free on all 1 nodes that answered (of 1)` {
 		t.Errorf("free: %q", s)
 	}
 	states := threeNodes()
 	states[1].Info.Holders = map[string]int64{"b": 1}
-	if v := newLockView("x", states, 2, 2); v.Held || !strings.Contains(v.summary(), "not held: present on 2 of 3 nodes") {
+	if v := newLockView("x", states, 2, 0); v.Held || !strings.Contains(v.summary(), "not held: present on 2 of 3 nodes") {
 		t.Errorf("split: %q", v.summary())
 	}
 	states[1].Err = errors.New("down")
-	if v := newLockView("x", states, 2, 2); v.known() || !strings.Contains(v.summary(), "unknown: 1 of 3 nodes answered, 2 needed") {
+	if v := newLockView("x", states, 2, 0); v.known() || !strings.Contains(v.summary(), "unknown: 1 of 3 nodes answered, 2 needed") {
 		t.Errorf("unknown: %q", v.summary())
 	}
 }
 
 func TestLsTable(t *testing.T) {
-	held := newLockView("job", threeNodes(), 2, 2)
+	held := newLockView("job", threeNodes(), 2, 0)
 	states := threeNodes()
 	states[1].Info.Holders = map[string]int64{}
-	partial := newLockView("a b", states, 2, 2)
+	partial := newLockView("a b", states, 2, 0)
 	got := tableOf(t, (&lsOut{Locks: []lockView{held, partial}}).writeTable)
 	want := `NAME   HOLDER       COUNT  TTL  NODES
 job    a            2      8s   2/3
@@ -103,7 +103,7 @@ func readNodes() []lock.NodeState {
 }
 
 func TestLockViewOfReaders(t *testing.T) {
-	v := newLockView("cfg", readNodes(), 2, 2)
+	v := newLockView("cfg", readNodes(), 2, 0)
 	if v.Held || !v.readHeld() || len(v.Readers) != 1 || v.Readers[0] != (holderOut{Owner: "r", Count: 1, TTLms: 8000, Nodes: 2}) {
 		t.Fatalf("view: %+v", v)
 	}
@@ -145,11 +145,11 @@ func semNodes() []lock.NodeState {
 
 func TestLockViewOfASemaphore(t *testing.T) {
 	// Of 2 permits, a holder needs all 3 nodes: p holds, q does not.
-	v := newLockView("exports", semNodes(), 2, lock.SemaphoreQuorum(3, 2))
+	v := newLockView("exports", semNodes(), 2, 2)
 	if v.Held || v.readHeld() || !v.permitsHeld() || !v.listed() || len(v.Permits) != 1 || v.Permits[0] != (holderOut{Owner: "p", Count: 1, TTLms: 8000, Nodes: 3}) {
 		t.Fatalf("view: %+v", v)
 	}
-	if got, want := v.summary(), `semaphore "exports": 1 permit held by p (1 permit, TTL 8s, 3 nodes), each on a quorum of 3 of 3 nodes`; got != want {
+	if got, want := v.summary(), `semaphore "exports" (capacity 2): 1 permit held by p (1 permit, TTL 8s, 3 nodes), each on a quorum of 3 of 3 nodes`; got != want {
 		t.Errorf("summary %q; want %q", got, want)
 	}
 	got := tableOf(t, v.writeNodes)
@@ -163,9 +163,9 @@ func TestLockViewOfASemaphore(t *testing.T) {
 	if got != want {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
-	// Of 1 permit, a majority: both hold, p with the lease two of its
-	// copies still have.
-	v = newLockView("exports", semNodes(), 2, lock.SemaphoreQuorum(3, 1))
+	// With no capacity given or recorded, a majority: both hold, p with the
+	// lease two of its copies still have.
+	v = newLockView("exports", semNodes(), 2, 0)
 	if got, want := v.summary(), `semaphore "exports": 2 permits held by p (1 permit, TTL 9s, 3 nodes), q (1 permit, TTL 4s, 2 nodes), each on a quorum of 2 of 3 nodes`; got != want {
 		t.Errorf("summary %q; want %q", got, want)
 	}
@@ -180,20 +180,20 @@ exports  q (permits)  1      4s   2/3
 	// Nobody on a quorum of 3: not held, and listed as such.
 	states := semNodes()
 	delete(states[2].Info.Permits, "p")
-	v = newLockView("exports", states, 2, 3)
+	v = newLockView("exports", states, 2, 2)
 	if v.listed() || v.keyNodes() != 2 {
 		t.Fatalf("view: %+v", v)
 	}
-	if got, want := v.summary(), `semaphore "exports": not held: permits present on 2 of 3 nodes, fewer than the quorum of 3`; got != want {
+	if got, want := v.summary(), `semaphore "exports" (capacity 2): not held: permits present on 2 of 3 nodes, fewer than the quorum of 3`; got != want {
 		t.Errorf("summary %q; want %q", got, want)
 	}
 	// A lock of the same name held beside it: a line for each.
 	for i := range states {
 		states[i].Info.Holders, states[i].Info.TTL = map[string]int64{"a": 1}, 5*time.Second
 	}
-	v = newLockView("exports", states, 2, 3)
+	v = newLockView("exports", states, 2, 2)
 	if got, want := v.summary(), "lock \"exports\": held by a (count 1, TTL 5s) on 3 of 3 nodes (quorum 2)\n"+
-		`semaphore "exports": not held: permits present on 2 of 3 nodes, fewer than the quorum of 3`; got != want {
+		`semaphore "exports" (capacity 2): not held: permits present on 2 of 3 nodes, fewer than the quorum of 3`; got != want {
 		t.Errorf("summary %q; want %q", got, want)
 	}
 }
@@ -206,4 +206,27 @@ func tableOf(t *testing.T, write func(io.Writer) error) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+func TestLockViewTakesTheRecordedCapacity(t *testing.T) {
+	states := semNodes()
+	for i := range states {
+		states[i].Info.Capacity = 2
+	}
+	states[2].Info.Capacity = 0 // none recorded there
+	// As recorded: 2 permits, all 3 nodes; q is on two only.
+	v := newLockView("exports", states, 2, 0)
+	if v.Capacity != 2 || v.PermitQuorum != 3 || len(v.Permits) != 1 || v.Permits[0].Owner != "p" {
+		t.Fatalf("as recorded: %+v", v)
+	}
+	// --permits wins over what the nodes recorded.
+	v = newLockView("exports", states, 2, 1)
+	if v.Capacity != 1 || v.PermitQuorum != 2 || len(v.Permits) != 2 {
+		t.Fatalf("--permits 1: %+v", v)
+	}
+	// Nodes that differ: the largest capacity, so the largest quorum.
+	states[1].Info.Capacity = 5
+	if v = newLockView("exports", states, 2, 0); v.Capacity != 5 || v.PermitQuorum != 3 {
+		t.Fatalf("differing: %+v", v)
+	}
 }
