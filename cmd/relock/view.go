@@ -186,6 +186,11 @@ func (v lockView) summary() string {
 // permits permitNodes nodes have.
 func (v lockView) semaphoreSummary(permitNodes int) string {
 	all := len(v.Nodes)
+	if v.Answered < v.PermitQuorum {
+		// No holder can be seen on its quorum: whether one holds is unknown.
+		return fmt.Sprintf("semaphore %q%s: unknown: %d of %d nodes answered, %d needed",
+			v.Name, v.capacityNote(), v.Answered, all, v.PermitQuorum)
+	}
 	if !v.permitsHeld() {
 		return fmt.Sprintf("semaphore %q%s: not held: permits present on %d of %d nodes, fewer than the quorum of %d",
 			v.Name, v.capacityNote(), permitNodes, all, v.PermitQuorum)

@@ -224,6 +224,13 @@ func TestLockViewTakesTheRecordedCapacity(t *testing.T) {
 	if v.Capacity != 1 || v.PermitQuorum != 2 || len(v.Permits) != 2 {
 		t.Fatalf("--permits 1: %+v", v)
 	}
+	// A node down: no holder can be seen on all 3, so it is not known
+	// whether p still holds (the lock's quorum of 2 answered).
+	down := semNodes()
+	down[2] = lock.NodeState{Node: 2, Addr: "r3:6379", Err: errors.New("down")}
+	if got, want := newLockView("exports", down, 2, 2).summary(), `semaphore "exports" (capacity 2): unknown: 2 of 3 nodes answered, 3 needed`; got != want {
+		t.Errorf("summary %q; want %q", got, want)
+	}
 	// Nodes that differ: the largest capacity, so the largest quorum.
 	states[1].Info.Capacity = 5
 	if v = newLockView("exports", states, 2, 0); v.Capacity != 5 || v.PermitQuorum != 3 {
