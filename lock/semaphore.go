@@ -28,7 +28,8 @@ import (
 // needs all 3; on 5, 4). Releases, renewals and Available use the same q.
 //
 // On each node the semaphore is a hash of OWNER = permits (with OWNER/seq,
-// the owner's last sequence number) and a sorted set of OWNER by the end of
+// the owner's last sequence number, and the capacity its holders gave) and
+// a sorted set of OWNER by the end of
 // its lease in the server's time, both under the name's hash tag and apart
 // from the keys of a Mutex of the same name; see reentrant.NewSemaphoreKey
 // and lua/semaphore.lua.
@@ -42,7 +43,9 @@ type Semaphore struct {
 // NewSemaphore returns a handle on the semaphore name with capacity permits
 // (≥ 1). A name may hold any bytes. The empty name, or a capacity below 1,
 // returns an error wrapping ErrInvalidArgument. It does not contact the
-// nodes.
+// nodes. Every user of a name must give the same capacity: while anyone
+// holds permits, a node refuses an acquisition that gives another, and it
+// fails with ErrCapacityMismatch.
 func (c *Client) NewSemaphore(name string, permits int) (*Semaphore, error) {
 	if permits < 1 {
 		return nil, fmt.Errorf("%w: semaphore %q: capacity %d is below 1", ErrInvalidArgument, name, permits)
