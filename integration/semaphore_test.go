@@ -40,17 +40,22 @@ func permitsOn(t *testing.T, n int, name string) []map[string]int64 {
 // of the semaphore, allowing wait for background clean-ups to land.
 func requireNoPermitsSoon(t *testing.T, n int, name string, wait time.Duration) {
 	t.Helper()
+	requirePermitsSoon(t, n, name, map[string]int64{}, wait)
+}
+
+// requirePermitsSoon asserts that every node of the first n counts exactly
+// the holders of want (owner → permits), allowing wait for background
+// clean-ups to land.
+func requirePermitsSoon(t *testing.T, n int, name string, want map[string]int64, wait time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		empty := true
-		for _, h := range permitsOn(t, n, name) {
-			empty = empty && len(h) == 0
-		}
-		if empty {
+		have := permitsOn(t, n, name)
+		if !slices.ContainsFunc(have, func(h map[string]int64) bool { return !maps.Equal(h, want) }) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("semaphore %q still has holders after %v: %v", name, wait, permitsOn(t, n, name))
+			t.Fatalf("semaphore %q: want %v on every node after %v, have %v", name, want, wait, have)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -138,7 +143,7 @@ func TestSemaphoreCapacityMismatchIsRefused(t *testing.T) {
 		require.ErrorIs(t, err, lock.ErrCapacityMismatch)
 		require.NoError(t, waitCtx.Err(), "refused at once, not when ctx ended")
 
-		requireNoPermitsSoonExcept(t, n, name, map[string]int64{held.Owner(): 1})
+		requirePermitsSoon(t, n, name, map[string]int64{held.Owner(): 1}, 2*time.Second)
 		free, err := two.Available(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, free, "the mismatched attempts took nothing")
@@ -154,20 +159,6 @@ func TestSemaphoreCapacityMismatchIsRefused(t *testing.T) {
 		require.ErrorIs(t, err, lock.ErrCapacityMismatch)
 		require.NoError(t, p.Release(ctx))
 	})
-}
-
-// requireNoPermitsSoonExcept asserts that the first n nodes count exactly
-// the holders of want, allowing a moment for background undos to land.
-func requireNoPermitsSoonExcept(t *testing.T, n int, name string, want map[string]int64) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		for _, h := range permitsOn(t, n, name) {
-			if !maps.Equal(h, want) {
-				return false
-			}
-		}
-		return true
-	}, 2*time.Second, 20*time.Millisecond, "semaphore %q: want %v on every node, have %v", name, want, permitsOn(t, n, name))
 }
 
 // TestSemaphoreTryAcquireAndAvailable: TryAcquire takes what is free and

@@ -147,11 +147,14 @@ func (v lockView) known() bool { return v.Answered >= v.Quorum }
 // keyNodes is how many nodes have the lock's key, its readers or the
 // semaphore's permits, whoever holds them there.
 func (v lockView) keyNodes() int {
-	return v.nodesWith(func(n nodeOut) bool { return v.lockOn(n) || len(n.Permits) > 0 })
+	return v.nodesWith(func(n nodeOut) bool { return lockOn(n) || permitsOn(n) })
 }
 
 // lockOn reports whether node n has the lock's key or its readers.
-func (lockView) lockOn(n nodeOut) bool { return len(n.Holders) > 0 || len(n.Readers) > 0 }
+func lockOn(n nodeOut) bool { return len(n.Holders) > 0 || len(n.Readers) > 0 }
+
+// permitsOn reports whether node n has holders of the semaphore.
+func permitsOn(n nodeOut) bool { return len(n.Permits) > 0 }
 
 // nodesWith is how many nodes have what has says.
 func (v lockView) nodesWith(has func(nodeOut) bool) int {
@@ -171,12 +174,12 @@ func (v lockView) summary() string {
 	if !v.known() {
 		return fmt.Sprintf("lock %q: unknown: %d of %d nodes answered, %d needed", v.Name, v.Answered, len(v.Nodes), v.Quorum)
 	}
-	permitNodes := v.nodesWith(func(n nodeOut) bool { return len(n.Permits) > 0 })
+	permitNodes := v.nodesWith(permitsOn)
 	if permitNodes == 0 {
 		return v.lockSummary()
 	}
 	sem := v.semaphoreSummary(permitNodes)
-	if v.nodesWith(v.lockOn) == 0 {
+	if v.nodesWith(lockOn) == 0 {
 		return sem
 	}
 	return v.lockSummary() + "\n" + sem
@@ -223,7 +226,7 @@ func plural(n int64, noun string) string {
 
 // lockSummary is the line on the lock as a quorum sees it.
 func (v lockView) lockSummary() string {
-	all := len(v.Nodes)
+	all, present := len(v.Nodes), v.nodesWith(lockOn)
 	switch {
 	case v.Held:
 		h := v.Holder
@@ -235,8 +238,8 @@ func (v lockView) lockSummary() string {
 			readers[i] = fmt.Sprintf("%s (count %d, TTL %s, %d nodes)", r.Owner, r.Count, formatTTL(r.TTLms), r.Nodes)
 		}
 		return fmt.Sprintf("lock %q: read by %s, each on a quorum of %d of %d nodes", v.Name, strings.Join(readers, ", "), v.Quorum, all)
-	case v.nodesWith(v.lockOn) > 0:
-		return fmt.Sprintf("lock %q: not held: present on %d of %d nodes, fewer than the quorum of %d", v.Name, v.nodesWith(v.lockOn), all, v.Quorum)
+	case present > 0:
+		return fmt.Sprintf("lock %q: not held: present on %d of %d nodes, fewer than the quorum of %d", v.Name, present, all, v.Quorum)
 	}
 	return fmt.Sprintf("lock %q: free on all %d nodes that answered (of %d)", v.Name, v.Answered, all)
 }
