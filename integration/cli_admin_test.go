@@ -153,7 +153,7 @@ func testCLIInspectAndLsReaders(t *testing.T, cli relockCLI) {
 // one's permits and lease on each node, and those on the semaphore's
 // quorum, which the capacity the nodes recorded sets, or --permits) and in
 // ls, which finds the name by its permits' key; a Mutex of the same name
-// gets its own line.
+// gets its own line; unlock --force frees the holders.
 func testCLIInspectAndLsPermits(t *testing.T, cli relockCLI) {
 	const n = 3
 	reset(t)
@@ -217,9 +217,14 @@ func testCLIInspectAndLsPermits(t *testing.T, cli relockCLI) {
 	decodeJSON(t, out, &listed)
 	require.Len(t, listed.Locks, 1, out)
 	require.Len(t, listed.Locks[0].Permits, 2, out)
-	require.NoError(t, two.Release(ctx))
-	require.NoError(t, one.Release(ctx))
+
+	// unlock --force frees the semaphore's holders too: their releases find
+	// their permits gone.
+	code, _, stderr = cli.run(t, n, "unlock", "--force", name)
+	require.Equal(t, 0, code, stderr)
 	requireNothingListed(t, cli, n)
+	require.ErrorIs(t, two.Release(ctx), lock.ErrLost)
+	require.ErrorIs(t, one.Release(ctx), lock.ErrLost)
 }
 
 // requireQuorumHolds checks the readers or semaphore holders on a quorum

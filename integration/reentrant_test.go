@@ -484,37 +484,75 @@ func TestReentrantTombstoneNeverGoesBack(t *testing.T) {
 	require.Zero(t, direct.Exists(ctx, key.Tombstone("c:carol")).Val())
 }
 
-func TestReentrantForceUnlockBuriesTheEvictedOwner(t *testing.T) {
+// TestReentrantForceUnlockBuriesTheEvictedOwners: a force-unlock frees a
+// name of its lock hold, its read holds and its semaphore's permits, and
+// buries each evicted owner's last applied number in the tombstone of its
+// kind of hold, for what its lease had left: the late acquire of each is
+// refused, the next one is not. The strict script refuses, changing
+// nothing, while a holder is not named.
+func TestReentrantForceUnlockBuriesTheEvictedOwners(t *testing.T) {
 	node, direct := singleNode(t)
 	ctx := t.Context()
 	key := mustKey(t, "tomb-forced")
-	var seq int64
-	op := opFor(key, "c:alice", 2, &seq) // alice holds twice
-	op.Lease = 5 * time.Second
-	_, err := node.Acquire(ctx, op)
-	require.NoError(t, err)
+	sem := key.Semaphore()
+	const lease = 5 * time.Second
+	var writes, reads, permits int64
+	write := opFor(key, "c:alice", 2, &writes) // alice holds twice
+	read := opFor(key, "c:bob", 1, &reads)
+	read.Mode = reentrant.Read
+	permit := semOp(sem, "c:carol", 2, 3, 1, &permits)
+	holds := []struct {
+		op   reentrant.Op
+		tomb string
+	}{{write, key.Tombstone("c:alice")}, {read, key.ReadTombstone("c:bob")}, {permit, sem.Tombstone("c:carol")}}
+	// Readers first: a Mutex's acquire does not look at them, a read hold
+	// waits for the lock hash's holder.
+	for _, i := range []int{1, 2, 0} {
+		h := holds[i]
+		h.op.Lease = lease
+		a, err := node.Acquire(ctx, h.op)
+		require.NoError(t, err)
+		require.True(t, a.Acquired, h.op.Owner)
+	}
 
-	// A holder the caller does not name makes the strict script refuse.
-	refused, err := lua.ForceUnlock.Run(ctx, direct, []string{key.Lock, key.Channel}, "id", 1).Int64()
-	require.NoError(t, err)
-	require.Equal(t, int64(-1), refused)
+	// The strict script refuses while a holder of any kind is not named.
+	keys := []string{key.Lock, key.Channel, key.ReadChannel(), key.Readers(), key.ReadLeases(), sem.Lock, sem.Leases, sem.Channel}
+	for _, named := range [][]any{{0, 0}, {1, 0, "c:alice"}, {1, 1, "c:alice", "c:bob"}} {
+		tombs := make([]string, len(named)-2)
+		for i := range tombs {
+			tombs[i] = holds[i].tomb
+		}
+		args := append([]any{"id", 1}, named...)
+		refused, err := lua.ForceUnlock.Run(ctx, direct, append(keys, tombs...), args...).Int64()
+		require.NoError(t, err)
+		require.Equal(t, int64(-1), refused, "named %v", named)
+	}
 	require.Equal(t, "2", direct.HGet(ctx, key.Lock, "c:alice").Val(), "a refused force-unlock changes nothing")
+	require.Equal(t, "1", direct.HGet(ctx, key.Readers(), "c:bob").Val(), "a refused force-unlock changes nothing")
+	require.Equal(t, "2", direct.HGet(ctx, sem.Lock, "c:carol").Val(), "a refused force-unlock changes nothing")
 
 	deleted, err := node.ForceUnlock(ctx, key, "force")
 	require.NoError(t, err)
 	require.True(t, deleted)
-	tomb := key.Tombstone("c:alice")
-	require.Equal(t, strconv.FormatInt(seq, 10), direct.Get(ctx, tomb).Val(), "the owner's last applied number")
-	ttl := direct.PTTL(ctx, tomb).Val()
-	require.Greater(t, ttl, time.Duration(0))
-	require.LessOrEqual(t, ttl, 5*time.Second, "as long as the lock had left")
+	require.Zero(t, direct.Exists(ctx, key.Lock, key.Readers(), key.ReadLeases(), sem.Lock, sem.Leases).Val(), "every hold's keys are gone")
+	for _, i := range []int{1, 2, 0} {
+		h := holds[i]
+		require.Equal(t, strconv.FormatInt(h.op.Seq, 10), direct.Get(ctx, h.tomb).Val(), "%s: the owner's last applied number", h.op.Owner)
+		ttl := direct.PTTL(ctx, h.tomb).Val()
+		require.Greater(t, ttl, time.Duration(0), h.op.Owner)
+		require.LessOrEqual(t, ttl, lease, "%s: as long as its lease had left", h.op.Owner)
 
-	a, err := node.Acquire(ctx, reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 2, Seq: seq})
-	require.NoError(t, err)
-	require.True(t, a.Stale, "the evicted owner's late acquire is refused")
-	a, err = node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
-	require.NoError(t, err)
-	require.True(t, a.Acquired, "its next one is not")
+		late := h.op
+		late.Lease = 10 * time.Second
+		a, err := node.Acquire(ctx, late)
+		require.NoError(t, err)
+		require.True(t, a.Stale, "%s: the evicted owner's late acquire is refused", h.op.Owner)
+		next := late
+		next.Seq++
+		a, err = node.Acquire(ctx, next)
+		require.NoError(t, err)
+		require.True(t, a.Acquired, "%s: its next one is not", h.op.Owner)
+	}
 
 	deleted, err = node.ForceUnlock(ctx, mustKey(t, "tomb-forced-none"), "force")
 	require.NoError(t, err)

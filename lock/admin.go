@@ -103,10 +103,13 @@ func (c *Client) readQuorum(ctx context.Context, name string) (time.Duration, bo
 	return 0, false, nil
 }
 
-// ForceUnlock deletes the lock named name on every node, whoever holds it,
-// and wakes its waiters. The holder finds out at its next renewal or
-// Unlock (ErrLost). It is meant for operators; it returns a *QuorumError
-// when fewer than a quorum confirmed.
+// ForceUnlock frees the name on every node of every hold on it, whoever
+// holds it: a Mutex's or FairMutex's hold, an RWMutex's writer and its
+// readers, and the holders of the Semaphore of the same name; it wakes the
+// waiters of each. An evicted holder finds out at its next renewal, release
+// or Unlock (ErrLost); a late operation of its, still in the network, is
+// refused as after a release. It is meant for operators; it returns a
+// *QuorumError when fewer than a quorum confirmed.
 func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	key, err := c.keyFor(name)
 	if err != nil {

@@ -1,60 +1,122 @@
--- forceunlock: delete a lock whoever holds it, and publish its release.
+-- forceunlock: free a name of every hold on it, whoever holds it, and wake
+-- the waiters of each.
 --
--- KEYS[1] lock hash   KEYS[2] release channel
--- KEYS[3..] the tombstones of the owners named in ARGV[3..], in that order
+-- KEYS[1] lock hash   KEYS[2] its release channel (where writers and a
+--         Mutex's waiters wait)   KEYS[3] the channel of an RWMutex's
+--         waiting readers
+-- KEYS[4] an RWMutex's readers hash   KEYS[5] its readers' leases
+-- KEYS[6] the permits hash of the semaphore of the same name
+-- KEYS[7] its holders' leases   KEYS[8] its release channel
+-- KEYS[9..] the tombstones of the owners named in ARGV[5..], in that order
 -- ARGV[1] release id (the message payload)
--- ARGV[2] 1: refuse when a holder is not among the named owners; 0: delete anyway
+-- ARGV[2] 1: refuse when a holder is not among the named owners; 0: free anyway
+-- ARGV[3] how many of the named owners hold the lock hash; ARGV[4] how many
+--         of the rest read; the others after them hold permits
+-- ARGV[5..] the owners, lock holders first, then readers, then permit holders
 --
--- Returns 1 when a lock was deleted, 0 when there was none, -1 when strict
+-- Returns 1 when a hold was freed, 0 when there was none, -1 when strict
 -- and the holders are not the ones named (nothing changes; read and retry).
 --
 -- The owners it evicts must not come back through an operation of theirs
 -- delayed in the network, as after a release (see acquire.lua): each gets a
--- tombstone with its last applied sequence number. A script may touch only
--- the keys it is given, and the tombstones' names depend on who holds the
--- lock, so the caller reads the holders first and names them; when they
--- changed in between, the strict call refuses and the caller reads again.
+-- tombstone of its kind of hold with its last applied sequence number. A
+-- script may touch only the keys it is given, and the tombstones' names
+-- depend on who holds what, so the caller reads the holders first and names
+-- them; when they changed in between, the strict call refuses and the
+-- caller reads again.
 --
--- The tombstones live as long as the lock had left. The operations they
--- refuse (numbered at or below the owner's last applied one) were all sent
--- before that last one landed and carry the same lease, so none of them is
--- live past the moment the lease it set would have ended, which is now plus
--- the PTTL. Operations the owner sends after this call are new: a renewal
--- then learns the lock is gone, and an acquire takes the free lock as any
--- other owner's would. A lock without a TTL (written by someone else) gets
--- no tombstones; its owners carry no sequence numbers either.
-if lockKind(KEYS[1]) == 'none' then
-  return 0
-end
-local named = {}
-for i = 3, #ARGV do
-  named[ARGV[i]] = KEYS[i]
-end
-local seqs, owners = {}, {}
-local fields = redis.call('HGETALL', KEYS[1])
-for i = 1, #fields, 2 do
-  if string.sub(fields[i], -4) == '/seq' then
-    seqs[string.sub(fields[i], 1, -5)] = tonumber(fields[i + 1])
-  else
-    owners[#owners + 1] = fields[i]
+-- A tombstone lives as long as its owner's lease had left: the lock's PTTL
+-- for the lock hash's holders, each one's own lease for a reader or a
+-- permit holder. The operations it refuses (numbered at or below the
+-- owner's last applied one) were all sent before that last one landed and
+-- carry the same lease, so none of them is live past the moment the lease
+-- it set would have ended. Operations the owner sends after this call are
+-- new: a renewal then learns the hold is gone, and an acquire takes what is
+-- free as any other owner's would. A lock without a TTL (written by someone
+-- else) gets no tombstones; its owners carry no sequence numbers either.
+--
+-- Each freed kind is announced where its waiters listen: the lock hash's
+-- release on both channels (a writer's end frees readers too), the last
+-- readers' on the lock's channel, the permits' on the semaphore's.
+local now = serverTime()
+local writers, readers = tonumber(ARGV[3]), tonumber(ARGV[4])
+local named = {{}, {}, {}} -- by kind: owner → the key of its tombstone
+for i = 5, #ARGV do
+  local kind = 3
+  if i < 5 + writers then
+    kind = 1
+  elseif i < 5 + writers + readers then
+    kind = 2
   end
+  named[kind][ARGV[i]] = KEYS[i + 4]
 end
-if ARGV[2] == '1' then
-  for _, owner in ipairs(owners) do
-    if not named[owner] then
-      return -1
+
+-- The holds, by kind: owner → {seq, lease left (ms)}. Only live readers
+-- and permit holders count: the others' holds are free already.
+local holds = {{}, {}, {}}
+if lockKind(KEYS[1]) ~= 'none' then
+  local left = redis.call('PTTL', KEYS[1])
+  local seqs = {}
+  local fields = redis.call('HGETALL', KEYS[1])
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], -4) == '/seq' then
+      seqs[string.sub(fields[i], 1, -5)] = tonumber(fields[i + 1])
+    end
+  end
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], -4) ~= '/seq' then
+      holds[1][fields[i]] = {seqs[fields[i]], left}
     end
   end
 end
--- Tombstones before the delete: a foreign key in a tombstone's place stops
--- the script with the lock still there (at worst some tombstones written,
--- each at or below its owner's applied number, which refuses nothing new).
-local left = redis.call('PTTL', KEYS[1])
-for _, owner in ipairs(owners) do
-  if named[owner] and seqs[owner] and left > 0 then
-    bury(named[owner], seqs[owner], left)
+local function leased(hash, leases, kind, roles)
+  dropEnded(hash, leases, now, roles)
+  local live = redis.call('ZRANGE', leases, 0, -1, 'WITHSCORES')
+  for i = 1, #live, 2 do
+    local _, seq = ownHold(hash, live[i])
+    holds[kind][live[i]] = {seq, tonumber(live[i + 1]) - now}
   end
 end
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], ARGV[1])
-return 1
+leased(KEYS[4], KEYS[5], 2)
+leased(KEYS[6], KEYS[7], 3, semRoles)
+
+if ARGV[2] == '1' then
+  for kind = 1, 3 do
+    for owner in pairs(holds[kind]) do
+      if not named[kind][owner] then
+        return -1
+      end
+    end
+  end
+end
+
+-- Tombstones before the deletes: a foreign key in a tombstone's place stops
+-- the script with the holds still there (at worst some tombstones written,
+-- each at or below its owner's applied number, which refuses nothing new).
+local freed = {false, false, false}
+for kind = 1, 3 do
+  for owner, hold in pairs(holds[kind]) do
+    freed[kind] = true
+    local seq, left = hold[1], hold[2]
+    if named[kind][owner] and seq and seq > 0 and left > 0 then
+      bury(named[kind][owner], seq, left)
+    end
+  end
+end
+if freed[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', KEYS[2], ARGV[1])
+  redis.call('PUBLISH', KEYS[3], ARGV[1])
+end
+if freed[2] then
+  redis.call('DEL', KEYS[4], KEYS[5])
+  redis.call('PUBLISH', KEYS[2], ARGV[1])
+end
+if freed[3] then
+  redis.call('DEL', KEYS[6], KEYS[7])
+  redis.call('PUBLISH', KEYS[8], ARGV[1])
+end
+if freed[1] or freed[2] or freed[3] then
+  return 1
+end
+return 0

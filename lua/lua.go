@@ -64,8 +64,9 @@ var (
 	// Inspect reads a lock's holders, counts, lease and fencing counter,
 	// and the permits of the semaphore of the same name.
 	Inspect = withHelpers("inspect", inspectSource, semaphoreHelpers).readOnly()
-	// ForceUnlock deletes a lock whoever holds it.
-	ForceUnlock = New("forceunlock", forceUnlockSource)
+	// ForceUnlock frees a name of every hold on it, whoever holds it: the
+	// lock's, an RWMutex's readers', and the semaphore's permits.
+	ForceUnlock = withHelpers("forceunlock", forceUnlockSource, semaphoreHelpers)
 	// Fence raises a lock's fencing counter.
 	Fence = New("fence", fenceSource)
 	// ReadAcquire takes or re-enters an RWMutex read hold for one owner.

@@ -521,31 +521,43 @@ func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
 	return info, nil
 }
 
-// ForceUnlock deletes the lock whoever holds it and publishes releaseID on
-// its channel. It reports whether there was a lock to delete. The owners it
-// evicts get tombstones, so a delayed acquire of theirs cannot bring the lock
-// back; this costs a read of the holders first (one more round trip, on an
-// operator's path only).
+// ForceUnlock frees the name of key of every hold on it, whoever holds it:
+// the lock's (a Mutex's, or an RWMutex's writer's), an RWMutex's readers',
+// and the permits of the semaphore of the same name; it publishes releaseID
+// where the waiters of each kind it freed listen. It reports whether there
+// was a hold to free. The owners it evicts get tombstones, so a delayed
+// acquire of theirs cannot bring a hold back; this costs a read of the
+// holders first (one more round trip, on an operator's path only).
 func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool, error) {
+	sem := key.Semaphore()
 	for try := 1; ; try++ {
 		info, err := n.Inspect(ctx, key)
 		if err != nil {
 			return false, err
 		}
-		if len(info.Holders) == 0 {
+		if len(info.Holders)+len(info.Readers)+len(info.Permits) == 0 {
 			return false, nil
 		}
-		keys := []string{key.Lock, key.Channel}
-		// After a few reads that a busy lock outran, delete anyway: the
+		keys := []string{key.Lock, key.Channel, key.ReadChannel(), key.Readers(), key.ReadLeases(), sem.Lock, sem.Leases, sem.Channel}
+		// After a few reads that a busy name outran, free it anyway: the
 		// holders named still get their tombstones.
 		strict := 1
 		if try >= forceUnlockTries {
 			strict = 0
 		}
-		args := []any{releaseID, strict}
-		for owner := range info.Holders {
-			keys = append(keys, key.Tombstone(owner))
+		args := []any{releaseID, strict, len(info.Holders), len(info.Readers)}
+		name := func(owner string, tomb func(string) string) {
+			keys = append(keys, tomb(owner))
 			args = append(args, owner)
+		}
+		for owner := range info.Holders {
+			name(owner, key.Tombstone)
+		}
+		for owner := range info.Readers {
+			name(owner, key.ReadTombstone)
+		}
+		for owner := range info.Permits {
+			name(owner, sem.Tombstone)
 		}
 		r, err := n.calls.run(ctx, lua.ForceUnlock, keys, args...).Int64()
 		if err != nil {
@@ -592,9 +604,9 @@ func (n *Node) scriptError(key Key, err error) error {
 		case strings.HasPrefix(where, "mark"):
 			return &WrongTypeError{Key: key.WriterWaiting(), Type: kind}
 		case strings.HasPrefix(where, "leases"):
-			return &WrongTypeError{Key: key.Leases, Type: kind}
+			return &WrongTypeError{Key: key.Semaphore().Leases, Type: kind}
 		case strings.HasPrefix(where, "permits"):
-			return &WrongTypeError{Key: key.Lock, Type: kind}
+			return &WrongTypeError{Key: key.Semaphore().Lock, Type: kind}
 		}
 		return &WrongTypeError{Key: key.Lock, Type: kind}
 	}

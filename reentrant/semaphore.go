@@ -33,9 +33,18 @@ func NewSemaphoreKey(prefix, name string) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
+	return k.Semaphore(), nil
+}
+
+// Semaphore returns the keys of the semaphore of the same name as the lock
+// of k, as NewSemaphoreKey gives them; k itself when it is a semaphore's.
+func (k Key) Semaphore() Key {
+	if k.Leases != "" {
+		return k
+	}
 	base := k.Permits()
 	k.Lock, k.Leases, k.Channel, k.Tombstones = base, k.PermitLeases(), base+":released", base+":gone:"
-	return k, nil
+	return k
 }
 
 // checkPermits checks the semaphore fields of op.

@@ -31,6 +31,12 @@ func TestNewSemaphoreKeyNames(t *testing.T) {
 	if _, err := reentrant.NewSemaphoreKey("", ""); !errors.Is(err, reentrant.ErrInvalidArgument) {
 		t.Errorf("empty name: %v, want ErrInvalidArgument", err)
 	}
+	if got := lock.Semaphore(); got != k {
+		t.Errorf("the lock's Semaphore() is %+v, want NewSemaphoreKey's %+v", got, k)
+	}
+	if got := k.Semaphore(); got != k {
+		t.Errorf("a semaphore's Semaphore() is %+v, want itself", got)
+	}
 }
 
 func TestSemaphoreOpsAreCheckedBeforeAnyCall(t *testing.T) {

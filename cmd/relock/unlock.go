@@ -20,10 +20,11 @@ var unlockCommand = &command{
 	verbatimFrom: -1,
 	setup:        setupUnlock,
 	help: `
-Deletes the lock NAME on every node, whoever holds it, and wakes its
-waiters: for a lock whose holder is gone and whose lease is long. The holder,
-if it still runs, finds out at its next renewal (a relock run then stops its
-CMD and exits 3). --force is required. When stdin is a terminal, unlock shows
+Frees NAME on every node of every hold on it, whoever holds it, and wakes
+its waiters: for a lock whose holder is gone and whose lease is long. Every
+hold goes: a lock's, an RWMutex's writer and readers, and the holders of the
+semaphore NAME. A holder, if it still runs, finds out at its next renewal (a
+relock run then stops its CMD and exits 3). --force is required. When stdin is a terminal, unlock shows
 the lock and asks before it deletes anything, unless --yes is given.
 Freeing a lock that is already free succeeds. Exit status 1 when the
 question was not answered yes.`,

@@ -67,9 +67,11 @@ func TestClusterKeysOfALockShareASlot(t *testing.T) {
 		require.NoError(t, err)
 		sem, err := reentrant.NewSemaphoreKey("", name)
 		require.NoError(t, err)
-		// Every key one script may touch, inspect's six among them.
+		// Every key one script may touch: inspect's six, force-unlock's eight
+		// and its tombstones among them.
 		for _, key := range []string{k.Channel, k.Fence, k.Tombstone("c:o"), k.Queue, k.QueueDeadlines, k.Readers(), k.ReadLeases(),
-			k.Permits(), k.PermitLeases(), sem.Lock, sem.Leases, sem.Tombstone("c:o")} {
+			k.ReadChannel(), k.ReadTombstone("c:o"), k.WriterWaiting(), k.Permits(), k.PermitLeases(), sem.Lock, sem.Leases,
+			sem.Channel, sem.Tombstone("c:o")} {
 			got, err := rcluster.KeySlot(ctx, key)
 			require.NoError(t, err)
 			require.Equal(t, want, got, "name %q: %s and %s", name, k.Lock, key)

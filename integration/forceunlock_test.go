@@ -1,0 +1,104 @@
+package integration_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/lock"
+)
+
+// forcedWake bounds how long a waiter may take to notice a ForceUnlock: well
+// below the holders' lease, which their watchdog renews every third of it,
+// so a waiter that gets the hold within it was woken by the force-unlock's
+// message, not by a lease's end. An evicted holder learns of it at its next
+// renewal, within a third of holderLease.
+const (
+	forcedWake  = 5 * time.Second
+	holderLease = 15 * time.Second
+)
+
+// waitFor runs acquire in the background and returns a channel that gets
+// its error; it gives the waiter a moment to start waiting.
+func waitFor(acquire func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- acquire() }()
+	time.Sleep(300 * time.Millisecond)
+	return done
+}
+
+// requireWoken asserts that the waiter behind done got its hold within
+// forcedWake.
+func requireWoken(t *testing.T, done <-chan error, who string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		require.NoError(t, err, who)
+	case <-time.After(forcedWake):
+		t.Fatalf("%s still waits %v after the force-unlock", who, forcedWake)
+	}
+}
+
+// TestForceUnlockFreesEveryHoldOfAName: ForceUnlock frees a name of every
+// hold there is on it, whoever holds it, and wakes the waiters of each: an
+// RWMutex's writer (its waiting readers get their holds), its readers (a
+// waiting writer gets the lock), and the holders of the semaphore of the
+// same name (a waiting Acquire gets its permits). The evicted holders learn
+// it at their next renewal (Lost).
+func TestForceUnlockFreesEveryHoldOfAName(t *testing.T) {
+	forNestMasters(t, func(t *testing.T, n int) {
+		admin := newLockClient(t, n, lock.Options{})
+		holder := newLockClient(t, n, lock.Options{Lease: holderLease})
+		waiter := newLockClient(t, n, lock.Options{})
+		ctx := ctxFor(t, 30*time.Second)
+
+		// A writer's eviction wakes the readers waiting behind it.
+		const name = "forced:every"
+		w := holder.NewRWMutex(name)
+		require.NoError(t, w.Lock(ctx))
+		r := waiter.NewRWMutex(name)
+		read := waitFor(func() error { return r.RLock(ctx) })
+		require.NoError(t, admin.ForceUnlock(ctx, name))
+		requireWoken(t, read, "a reader")
+		requireClosedWithin(t, w.Lost(), "the evicted writer's Lost", holderLease)
+
+		// Readers' eviction wakes the writer waiting behind them.
+		r2 := holder.NewRWMutex(name)
+		require.NoError(t, r2.RLock(ctx))
+		write := waitFor(func() error { return admin.NewRWMutex(name).Lock(ctx) })
+		require.NoError(t, admin.ForceUnlock(ctx, name))
+		requireWoken(t, write, "a writer")
+		requireNoReaders(t, n, name, time.Second)
+		requireClosedWithin(t, r.Lost(), "an evicted reader's Lost", holderLease)
+		requireClosedWithin(t, r2.Lost(), "an evicted reader's Lost", holderLease)
+		require.NoError(t, admin.ForceUnlock(ctx, name))
+		requireFree(t, n, name, time.Second)
+
+		// A semaphore's holders' eviction wakes its waiting acquirers.
+		full := newSemaphore(t, holder, name, 2)
+		p, err := full.Acquire(ctx, 2)
+		require.NoError(t, err)
+		var got *lock.Permit
+		acquire := waitFor(func() (err error) {
+			got, err = newSemaphore(t, waiter, name, 2).Acquire(ctx, 1)
+			return err
+		})
+		require.NoError(t, admin.ForceUnlock(ctx, name))
+		requireWoken(t, acquire, "a semaphore's acquirer")
+		requirePermitsSoon(t, n, name, map[string]int64{got.Owner(): 1}, time.Second)
+		requireClosedWithin(t, p.Lost(), "the evicted holder's Lost", holderLease)
+		require.ErrorIs(t, p.Release(ctx), lock.ErrLost)
+		require.NoError(t, got.Release(ctx))
+	})
+}
+
+// requireClosedWithin asserts that ch is closed within d.
+func requireClosedWithin(t *testing.T, ch <-chan struct{}, what string, d time.Duration) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s was not closed within %v", what, d)
+	}
+}
