@@ -65,8 +65,10 @@ func TestSemaphoreNodeCountsPermitsUpToCapacity(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, a.Acquired, "1 + 2 ≤ 3")
 
-	holders, err := node.InspectSemaphore(ctx, key)
+	state, err := node.InspectSemaphore(ctx, key)
 	require.NoError(t, err)
+	require.Equal(t, int64(3), state.Capacity, "as the holders gave it")
+	holders := state.Holders
 	require.Len(t, holders, 2)
 	require.Equal(t, int64(1), holders["c:b"].Permits)
 	require.Equal(t, int64(2), holders["c:d"].Permits)

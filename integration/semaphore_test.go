@@ -25,11 +25,11 @@ func permitsOn(t *testing.T, n int, name string) []map[string]int64 {
 	out := make([]map[string]int64, n)
 	for i := range n {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		holders, err := reentrant.NewNode(cluster.Nodes[i].Direct(), 0).InspectSemaphore(ctx, key)
+		state, err := reentrant.NewNode(cluster.Nodes[i].Direct(), 0).InspectSemaphore(ctx, key)
 		cancel()
 		require.NoError(t, err, "inspect node %d", i)
 		out[i] = map[string]int64{}
-		for owner, h := range holders {
+		for owner, h := range state.Holders {
 			out[i][owner] = h.Permits
 		}
 	}
@@ -115,8 +115,9 @@ func TestSemaphoreBadInputIsRefusedAndChangesNothing(t *testing.T) {
 
 // TestSemaphoreCapacityMismatchIsRefused: a handle that gives a semaphore
 // another capacity than its holders gave gets a typed error at once, from
-// TryAcquire and from a waiting Acquire, and changes nothing on any node;
-// once the semaphore is idle, the new capacity is taken.
+// TryAcquire, from a waiting Acquire and from Available, and changes
+// nothing on any node; once the semaphore is idle, the new capacity is
+// taken.
 func TestSemaphoreCapacityMismatchIsRefused(t *testing.T) {
 	forMasters(t, func(t *testing.T, n int) {
 		reset(t)
@@ -147,6 +148,9 @@ func TestSemaphoreCapacityMismatchIsRefused(t *testing.T) {
 		free, err := two.Available(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, free, "the mismatched attempts took nothing")
+		_, err = three.Available(ctx)
+		require.ErrorAs(t, err, &ce, "a handle of another capacity gets no count made with it")
+		require.Equal(t, reentrant.CapacityError{Key: mustSemKey(t, name).Lock, Capacity: 2, Asked: 3}, *ce)
 
 		// Idle, the semaphore takes the new capacity, and the old one is
 		// refused in turn.
@@ -157,7 +161,12 @@ func TestSemaphoreCapacityMismatchIsRefused(t *testing.T) {
 		require.NotNil(t, p)
 		_, err = two.TryAcquire(ctx, 1)
 		require.ErrorIs(t, err, lock.ErrCapacityMismatch)
+		_, err = two.Available(ctx)
+		require.ErrorIs(t, err, lock.ErrCapacityMismatch)
 		require.NoError(t, p.Release(ctx))
+		free, err = two.Available(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, free, "idle again: any capacity is the semaphore's")
 	})
 }
 

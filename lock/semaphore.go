@@ -140,15 +140,17 @@ func (s *Semaphore) kind(n int) holdKind {
 // count n or more free permits (capacity minus the live holders' permits
 // there). It is a snapshot: by the time it returns, holders may have come
 // and gone, so use it for display and metrics, never to decide to acquire.
-// It returns a *QuorumError when fewer than Quorum nodes answered, and
-// ErrClosed after Client.Close.
+// It returns a *QuorumError when fewer than Quorum nodes answered, an error
+// matching ErrCapacityMismatch when a node records another capacity than
+// the handle's (the holders gave it: see NewSemaphore), and ErrClosed
+// after Client.Close.
 func (s *Semaphore) Available(ctx context.Context) (int, error) {
 	if err := s.c.begin(); err != nil {
 		return 0, err
 	}
 	defer s.c.end()
 	replies := fanOutTo(s.c, ctx, kindAcquire, s.c.opts.Lease, -1, s.quorum,
-		func(ctx context.Context, n *reentrant.Node) (map[string]reentrant.SemaphoreHolder, error) {
+		func(ctx context.Context, n *reentrant.Node) (reentrant.SemaphoreState, error) {
 			return n.InspectSemaphore(ctx, s.key)
 		})
 	var free []int64
@@ -156,8 +158,11 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 		if r.err != nil {
 			continue
 		}
+		if err := r.value.CheckCapacity(s.key, int64(s.capacity)); err != nil {
+			return 0, err
+		}
 		used := int64(0)
-		for _, h := range r.value {
+		for _, h := range r.value.Holders {
 			used += h.Permits
 		}
 		free = append(free, max(int64(s.capacity)-used, 0))

@@ -85,21 +85,43 @@ type SemaphoreHolder struct {
 	TTL     time.Duration // what is left of its lease there
 }
 
+// SemaphoreState is a semaphore's state on one node.
+type SemaphoreState struct {
+	// Holders are its holders whose lease has not ended, by owner.
+	Holders map[string]SemaphoreHolder
+	// Capacity is the capacity its holders gave (see CapacityError); 0
+	// when none is recorded, as when no one holds permits.
+	Capacity int64
+}
+
+// CheckCapacity returns a *CapacityError when the holders here gave
+// another capacity than asked, nil otherwise.
+func (s SemaphoreState) CheckCapacity(key Key, asked int64) error {
+	if s.Capacity != 0 && s.Capacity != asked {
+		return &CapacityError{Key: key.Lock, Capacity: s.Capacity, Asked: asked}
+	}
+	return nil
+}
+
 // InspectSemaphore reads the live holders of the semaphore key (made by
-// NewSemaphoreKey) on this node without changing anything: holders whose
-// lease has ended are left out.
-func (n *Node) InspectSemaphore(ctx context.Context, key Key) (map[string]SemaphoreHolder, error) {
+// NewSemaphoreKey) on this node, and the capacity they gave, without
+// changing anything: holders whose lease has ended are left out.
+func (n *Node) InspectSemaphore(ctx context.Context, key Key) (SemaphoreState, error) {
 	reply, err := n.calls.run(ctx, lua.SemInspect, []string{key.Lock, key.Leases}).Slice()
 	if err != nil {
-		return nil, n.scriptError(key, err)
+		return SemaphoreState{}, n.scriptError(key, err)
 	}
-	holds, err := leasedHolds(reply)
-	if err != nil {
-		return nil, fmt.Errorf("relock: inspect semaphore: %w", err)
+	var list []any
+	if len(reply) == 2 {
+		list, _ = reply[0].([]any)
 	}
-	out := make(map[string]SemaphoreHolder, len(holds))
+	holds, err := leasedHolds(list)
+	if err != nil || len(reply) != 2 {
+		return SemaphoreState{}, fmt.Errorf("relock: inspect semaphore: unexpected reply %v", reply)
+	}
+	state := SemaphoreState{Holders: make(map[string]SemaphoreHolder, len(holds)), Capacity: asInt(reply[1])}
 	for owner, h := range holds {
-		out[owner] = SemaphoreHolder{Permits: h.Count, TTL: h.TTL}
+		state.Holders[owner] = SemaphoreHolder{Permits: h.Count, TTL: h.TTL}
 	}
-	return out, nil
+	return state, nil
 }
