@@ -44,7 +44,8 @@ func requireWoken(t *testing.T, done <-chan error, who string) {
 // hold there is on it, whoever holds it, and wakes the waiters of each: an
 // RWMutex's writer (its waiting readers get their holds), its readers (a
 // waiting writer gets the lock), and the holders of the semaphore of the
-// same name (a waiting Acquire gets its permits). The evicted holders learn
+// same name (a waiting Acquire gets its permits); a FairMutex's holder (its
+// waiters get the lock in their queue's order). The evicted holders learn
 // it at their next renewal (Lost).
 func TestForceUnlockFreesEveryHoldOfAName(t *testing.T) {
 	forNestMasters(t, func(t *testing.T, n int) {
@@ -90,6 +91,20 @@ func TestForceUnlockFreesEveryHoldOfAName(t *testing.T) {
 		requireClosedWithin(t, p.Lost(), "the evicted holder's Lost", holderLease)
 		require.ErrorIs(t, p.Release(ctx), lock.ErrLost)
 		require.NoError(t, got.Release(ctx))
+
+		// A FairMutex's eviction wakes the head of its queue, then the next.
+		const fair = "forced:fair"
+		f := holder.NewFairMutex(fair)
+		require.NoError(t, f.Lock(ctx))
+		first, second := waiter.NewFairMutex(fair), admin.NewFairMutex(fair)
+		firstDone := waitFor(func() error { return first.Lock(ctx) })
+		secondDone := waitFor(func() error { return second.Lock(ctx) })
+		require.NoError(t, admin.ForceUnlock(ctx, fair))
+		requireWoken(t, firstDone, "the fair queue's head")
+		require.NoError(t, first.Unlock(ctx))
+		requireWoken(t, secondDone, "the fair queue's next")
+		require.NoError(t, second.Unlock(ctx))
+		requireClosedWithin(t, f.Lost(), "the evicted fair holder's Lost", holderLease)
 	})
 }
 
