@@ -153,7 +153,7 @@ func testCLIInspectAndLsReaders(t *testing.T, cli relockCLI) {
 // one's permits and lease on each node, and those on the semaphore's
 // quorum, which the capacity the nodes recorded sets, or --permits) and in
 // ls, which finds the name by its permits' key; a Mutex of the same name
-// gets its own line; unlock --force frees the holders.
+// gets its own line; unlock --force frees one holder (--owner), then all.
 func testCLIInspectAndLsPermits(t *testing.T, cli relockCLI) {
 	const n = 3
 	reset(t)
@@ -218,13 +218,22 @@ func testCLIInspectAndLsPermits(t *testing.T, cli relockCLI) {
 	require.Len(t, listed.Locks, 1, out)
 	require.Len(t, listed.Locks[0].Permits, 2, out)
 
+	// unlock --force --owner frees one holder alone; an owner with nothing
+	// of the name is exit status 1.
+	code, _, stderr = cli.run(t, n, "unlock", "--force", "--owner", one.Owner(), name)
+	require.Equal(t, 0, code, stderr)
+	requirePermitsSoon(t, n, name, map[string]int64{two.Owner(): 2}, time.Second)
+	require.ErrorIs(t, one.Release(ctx), lock.ErrLost)
+	code, _, stderr = cli.run(t, n, "unlock", "--force", "--owner", one.Owner(), name)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, one.Owner()+" holds nothing of")
+
 	// unlock --force frees the semaphore's holders too: their releases find
 	// their permits gone.
 	code, _, stderr = cli.run(t, n, "unlock", "--force", name)
 	require.Equal(t, 0, code, stderr)
 	requireNothingListed(t, cli, n)
 	require.ErrorIs(t, two.Release(ctx), lock.ErrLost)
-	require.ErrorIs(t, one.Release(ctx), lock.ErrLost)
 }
 
 // requireQuorumHolds checks the readers or semaphore holders on a quorum
@@ -337,6 +346,7 @@ func testCLIBadInput(t *testing.T, cli relockCLI, n int) {
 		{"unlock", "kept"},
 		{"unlock", "--force"},
 		{"unlock", "--force", "kept", "extra"},
+		{"unlock", "--force", "--owner", "", "kept"},
 		{"inspect"},
 		{"ls", "--limit", "-1"},
 		{"bench", "--clients", "0"},

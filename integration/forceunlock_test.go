@@ -108,6 +108,16 @@ func TestForceUnlockFreesEveryHoldOfAName(t *testing.T) {
 	})
 }
 
+// requireNotLost asserts that a hold's Lost channel is still open.
+func requireNotLost(t *testing.T, lost <-chan struct{}, who string) {
+	t.Helper()
+	select {
+	case <-lost:
+		t.Fatalf("%s lost its hold", who)
+	default:
+	}
+}
+
 // requireClosedWithin asserts that ch is closed within d.
 func requireClosedWithin(t *testing.T, ch <-chan struct{}, what string, d time.Duration) {
 	t.Helper()
@@ -116,4 +126,67 @@ func requireClosedWithin(t *testing.T, ch <-chan struct{}, what string, d time.D
 	case <-time.After(d):
 		t.Fatalf("%s was not closed within %v", what, d)
 	}
+}
+
+// TestEvictFreesOneOwner: Evict frees the holds of one owner alone and
+// wakes the waiters of what it freed; the other holders keep theirs, and a
+// waiter for what they still hold keeps waiting. An owner with nothing of
+// the name is reported so, and an empty owner is refused.
+func TestEvictFreesOneOwner(t *testing.T) {
+	forNestMasters(t, func(t *testing.T, n int) {
+		admin := newLockClient(t, n, lock.Options{})
+		alice := newLockClient(t, n, lock.Options{Lease: holderLease})
+		bob := newLockClient(t, n, lock.Options{Lease: holderLease})
+		waiter := newLockClient(t, n, lock.Options{})
+		ctx := ctxFor(t, 30*time.Second)
+		const name = "evicted:one"
+
+		// A semaphore full with two holders: evicting one makes room.
+		a, err := newSemaphore(t, alice, name, 2).Acquire(ctx, 1)
+		require.NoError(t, err)
+		b, err := newSemaphore(t, bob, name, 2).Acquire(ctx, 1)
+		require.NoError(t, err)
+		var got *lock.Permit
+		acquire := waitFor(func() (err error) {
+			got, err = newSemaphore(t, waiter, name, 2).Acquire(ctx, 1)
+			return err
+		})
+		evicted, err := admin.Evict(ctx, name, a.Owner())
+		require.NoError(t, err)
+		require.True(t, evicted)
+		requireWoken(t, acquire, "a semaphore's acquirer")
+		requireClosedWithin(t, a.Lost(), "the evicted holder's Lost", holderLease)
+		requirePermitsSoon(t, n, name, map[string]int64{b.Owner(): 1, got.Owner(): 1}, time.Second)
+		requireNotLost(t, b.Lost(), "the holder left in place")
+		require.NoError(t, b.Release(ctx))
+		require.NoError(t, got.Release(ctx))
+
+		// Two readers: evicting one leaves the writer waiting for the other.
+		r1, r2 := alice.NewRWMutex(name), bob.NewRWMutex(name)
+		require.NoError(t, r1.RLock(ctx))
+		require.NoError(t, r2.RLock(ctx))
+		w := waiter.NewRWMutex(name)
+		write := waitFor(func() error { return w.Lock(ctx) })
+		evicted, err = admin.Evict(ctx, name, r1.Owner())
+		require.NoError(t, err)
+		require.True(t, evicted)
+		select {
+		case err := <-write:
+			t.Fatalf("the writer got in beside a reader (%v)", err)
+		case <-time.After(time.Second):
+		}
+		evicted, err = admin.Evict(ctx, name, r2.Owner())
+		require.NoError(t, err)
+		require.True(t, evicted)
+		requireWoken(t, write, "the writer")
+		require.NoError(t, w.Unlock(ctx))
+
+		evicted, err = admin.Evict(ctx, name, "nobody:here")
+		require.NoError(t, err)
+		require.False(t, evicted, "an owner with nothing of the name")
+		_, err = admin.Evict(ctx, name, "")
+		require.ErrorIs(t, err, lock.ErrInvalidArgument)
+		_, err = admin.Evict(ctx, "", "nobody:here")
+		require.ErrorIs(t, err, lock.ErrInvalidArgument)
+	})
 }

@@ -2,6 +2,8 @@ package integration_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -557,6 +559,56 @@ func TestReentrantForceUnlockBuriesTheEvictedOwners(t *testing.T) {
 	deleted, err = node.ForceUnlock(ctx, mustKey(t, "tomb-forced-none"), "force")
 	require.NoError(t, err)
 	require.False(t, deleted)
+}
+
+// TestReentrantEvictFreesOneOwner: Evict takes one owner's holds of every
+// kind (a reader's, a permit holder's, the lock hash's) out and buries it, and leaves the other owners' as they were; an
+// owner with nothing here changes nothing.
+func TestReentrantEvictFreesOneOwner(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "evicted")
+	sem := key.Semaphore()
+	var seqs [2]int64
+	var ops []reentrant.Op // a read hold and a permit each, then alice's lock hash hold
+	for i, owner := range []string{"c:alice", "c:bob"} {
+		read := opFor(key, owner, 1, &seqs[i])
+		read.Mode = reentrant.Read
+		ops = append(ops, read, semOp(sem, owner, 1, 2, 1, &seqs[i]))
+	}
+	ops = append(ops, opFor(key, "c:alice", 2, &seqs[0])) // after the reads: a Mutex's acquire does not look at them
+	for _, op := range ops {
+		a, err := node.Acquire(ctx, op)
+		require.NoError(t, err)
+		require.True(t, a.Acquired, "%s %v", op.Owner, op.Mode)
+	}
+	alices := []reentrant.Op{ops[0], ops[1], ops[4]}
+
+	evicted, err := node.Evict(ctx, key, "c:nobody", "evict")
+	require.NoError(t, err)
+	require.False(t, evicted, "an owner with nothing here")
+	_, err = node.Evict(ctx, key, "", "evict")
+	require.ErrorIs(t, err, reentrant.ErrInvalidArgument)
+
+	evicted, err = node.Evict(ctx, key, "c:alice", "evict")
+	require.NoError(t, err)
+	require.True(t, evicted)
+	info, err := node.Inspect(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, []string{"c:bob"}, slices.Collect(maps.Keys(info.Readers)), "bob still reads")
+	require.Equal(t, []string{"c:bob"}, slices.Collect(maps.Keys(info.Permits)), "bob keeps his permit")
+	require.Equal(t, int64(2), info.Capacity, "the capacity stays with the holders left")
+	require.Equal(t, strconv.FormatInt(alices[0].Seq, 10), direct.Get(ctx, key.ReadTombstone("c:alice")).Val(), "alice's read hold is buried")
+	require.Equal(t, strconv.FormatInt(alices[1].Seq, 10), direct.Get(ctx, sem.Tombstone("c:alice")).Val(), "alice's permits are buried")
+	require.Equal(t, strconv.FormatInt(alices[2].Seq, 10), direct.Get(ctx, key.Tombstone("c:alice")).Val(), "alice's hold of the lock hash is buried")
+	require.Empty(t, info.Holders, "the lock hash is free")
+	require.Zero(t, direct.Exists(ctx, key.Lock, key.Tombstone("c:bob"), sem.Tombstone("c:bob"), key.ReadTombstone("c:bob")).Val(), "nothing held, nothing buried")
+
+	// The last owner's eviction takes the keys with it.
+	evicted, err = node.Evict(ctx, key, "c:bob", "evict")
+	require.NoError(t, err)
+	require.True(t, evicted)
+	require.Zero(t, direct.Exists(ctx, key.Readers(), key.ReadLeases(), sem.Lock, sem.Leases).Val())
 }
 
 func TestReentrantForeignDataAtATombstoneIsAnError(t *testing.T) {

@@ -353,11 +353,7 @@ func TestReentryRepairsHoldMissingOnAMinority(t *testing.T) {
 
 	require.NoError(t, holder.Lock(ctx))
 	require.Equal(t, 2, holder.HoldCount())
-	select {
-	case <-holder.Lost():
-		t.Fatal("a hold still on a quorum was reported lost")
-	default:
-	}
+	requireNotLost(t, holder.Lost(), "a hold still on a quorum")
 	requireCountsSoon(t, []int{0, 1, 2}, name, holder.Owner(), 2)
 	require.NoError(t, holder.Unlock(ctx))
 	require.NoError(t, holder.Unlock(ctx))

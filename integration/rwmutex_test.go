@@ -335,11 +335,7 @@ func TestRWMutexDowngrade(t *testing.T) {
 		require.NoError(t, rw.Unlock(ctx))
 		require.Equal(t, 0, rw.WriteHoldCount())
 		require.Equal(t, 2, rw.ReadHoldCount(), "it still reads")
-		select {
-		case <-rw.Lost():
-			t.Fatal("the read hold reads as lost")
-		default:
-		}
+		requireNotLost(t, rw.Lost(), "the read hold")
 		for i := range n {
 			require.Equal(t, map[string]string{rw.Owner(): "2"}, readersOn(t, i, "rw-down"), "node %d", i)
 		}

@@ -471,11 +471,7 @@ func TestRenewalRepairsANodeThatLostTheLock(t *testing.T) {
 	waitUntil(t, shortLease, "node 2 not repaired", func() bool {
 		return holdersOn(t, 3, "repaired")[2][m.Owner()] == 2
 	})
-	select {
-	case <-m.Lost():
-		t.Fatal("a minority losing the lock is not a loss")
-	default:
-	}
+	requireNotLost(t, m.Lost(), "a holder that a minority of nodes forgot")
 	require.NoError(t, m.Unlock(ctx))
 	require.NoError(t, m.Unlock(ctx))
 	requireFree(t, 3, "repaired", time.Second)

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -111,26 +112,54 @@ func (c *Client) readQuorum(ctx context.Context, name string) (time.Duration, bo
 // refused as after a release. It is meant for operators; it returns a
 // *QuorumError when fewer than a quorum confirmed.
 func (c *Client) ForceUnlock(ctx context.Context, name string) error {
+	_, err := c.force(ctx, name, "force-unlock", func(ctx context.Context, n *reentrant.Node, key reentrant.Key, id string) (bool, error) {
+		return n.ForceUnlock(ctx, key, id)
+	})
+	return err
+}
+
+// Evict frees the name on every node of the holds of one owner alone (an
+// owner id as Mutex.Owner, Permit.Owner or Inspect give it), of every kind
+// ForceUnlock frees, and wakes the waiters of what it freed; the other
+// owners' holds stay. It is for a stuck holder among live ones: one
+// Semaphore holder or RWMutex reader whose process hangs with a long lease.
+// It reports whether owner held anything on a node that answered (false
+// for an owner id with nothing of name, as after a typo); the evicted
+// holder finds out as after ForceUnlock. It returns an error wrapping
+// ErrInvalidArgument for an empty name or owner, and a *QuorumError when
+// fewer than a quorum confirmed.
+func (c *Client) Evict(ctx context.Context, name, owner string) (bool, error) {
+	if owner == "" {
+		return false, fmt.Errorf("%w: the owner to evict is empty", ErrInvalidArgument)
+	}
+	return c.force(ctx, name, "evict", func(ctx context.Context, n *reentrant.Node, key reentrant.Key, id string) (bool, error) {
+		return n.Evict(ctx, key, owner, id)
+	})
+}
+
+// force runs call, an operator's release of op, on every node, and reports
+// whether any node freed something.
+func (c *Client) force(ctx context.Context, name, op string, call func(context.Context, *reentrant.Node, reentrant.Key, string) (bool, error)) (bool, error) {
 	key, err := c.keyFor(name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := c.begin(); err != nil {
-		return err
+		return false, err
 	}
 	defer c.end()
 	if err := c.ident.check(ctx); err != nil {
-		return err
+		return false, err
 	}
 	id := "force/" + c.id + "/" + time.Now().Format(time.RFC3339Nano)
 	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (bool, error) {
-		return n.ForceUnlock(ctx, key, id)
+		return call(ctx, n, key, id)
 	})
 	failed := failures(c, replies)
 	if len(replies)-len(failed) < c.quorum {
-		return &QuorumError{Op: "force-unlock", Needed: c.quorum, Agreed: len(replies) - len(failed), Nodes: failed}
+		return false, &QuorumError{Op: op, Needed: c.quorum, Agreed: len(replies) - len(failed), Nodes: failed}
 	}
-	return nil
+	return slices.ContainsFunc(replies, func(r reply[bool]) bool { return r.err == nil && r.value }), nil
 }
 
 func (c *Client) keyFor(name string) (reentrant.Key, error) {

@@ -299,9 +299,9 @@ const (
 	OpAcquire     NodeOp = "acquire"
 	OpRelease     NodeOp = "release"
 	OpRenew       NodeOp = "renew"        // a batch of renewals
-	OpInspect     NodeOp = "inspect"      // Inspect, IsLocked, TTL
+	OpInspect     NodeOp = "inspect"      // Inspect, IsLocked, TTL, Semaphore.Available
 	OpFence       NodeOp = "fence"        // writing a fencing token back
-	OpForceUnlock NodeOp = "force_unlock" // ForceUnlock
+	OpForceUnlock NodeOp = "force_unlock" // ForceUnlock, Evict
 	OpCleanup     NodeOp = "cleanup"      // background undo, release retries, repairs
 )
 

@@ -327,7 +327,7 @@ func nodeOpOf[T any]() NodeOp {
 		return OpRelease
 	case *[]reentrant.RenewResult:
 		return OpRenew
-	case *reentrant.Info:
+	case *reentrant.Info, *reentrant.SemaphoreState:
 		return OpInspect
 	case *int64:
 		return OpFence

@@ -415,7 +415,7 @@ func TestNodeErrorsAreTheNodesNotTheCallers(t *testing.T) {
 		t.Fatalf("node errors %+v; want one clean-up failure of node 2", got)
 	}
 
-	for op, want := range map[NodeOp]NodeOp{nodeOpOf[reentrant.Info](): OpInspect, nodeOpOf[int64](): OpFence, nodeOpOf[bool](): OpForceUnlock, nodeOpOf[reentrant.ReleaseResult](): OpRelease} {
+	for op, want := range map[NodeOp]NodeOp{nodeOpOf[reentrant.Info](): OpInspect, nodeOpOf[reentrant.SemaphoreState](): OpInspect, nodeOpOf[int64](): OpFence, nodeOpOf[bool](): OpForceUnlock, nodeOpOf[reentrant.ReleaseResult](): OpRelease} {
 		if op != want {
 			t.Errorf("op %q; want %q", op, want)
 		}

@@ -1,5 +1,5 @@
--- forceunlock: free a name of every hold on it, whoever holds it, and wake
--- the waiters of each.
+-- forceunlock: free a name of every hold on it, whoever holds it, or of
+-- the holds of the owners named alone, and wake the waiters of each.
 --
 -- KEYS[1] lock hash   KEYS[2] its release channel (where writers and a
 --         Mutex's waiters wait)   KEYS[3] the channel of an RWMutex's
@@ -9,13 +9,16 @@
 -- KEYS[7] its holders' leases   KEYS[8] its release channel
 -- KEYS[9..] the tombstones of the owners named in ARGV[5..], in that order
 -- ARGV[1] release id (the message payload)
--- ARGV[2] 1: refuse when a holder is not among the named owners; 0: free anyway
+-- ARGV[2] '1': free every hold, refusing when a holder is not among the
+--         owners named; '0': free every hold anyway; 'o': free the named
+--         owners' holds alone, leaving the others' as they are
 -- ARGV[3] how many of the named owners hold the lock hash; ARGV[4] how many
 --         of the rest read; the others after them hold permits
 -- ARGV[5..] the owners, lock holders first, then readers, then permit holders
 --
--- Returns 1 when a hold was freed, 0 when there was none, -1 when strict
--- and the holders are not the ones named (nothing changes; read and retry).
+-- Returns 1 when a hold was freed, 0 when there was none (of the named
+-- owners, for 'o'), -1 when strict and the holders are not the ones named
+-- (nothing changes; read and retry).
 --
 -- The owners it evicts must not come back through an operation of theirs
 -- delayed in the network, as after a release (see acquire.lua): each gets a
@@ -35,10 +38,13 @@
 -- free as any other owner's would. A lock without a TTL (written by someone
 -- else) gets no tombstones; its owners carry no sequence numbers either.
 --
--- Each freed kind is announced where its waiters listen: the lock hash's
+-- Each kind it frees is announced where its waiters listen: the lock hash's
 -- release on both channels (a writer's end frees readers too), the last
--- readers' on the lock's channel, the permits' on the semaphore's.
+-- readers' on the lock's channel, the permits' on the semaphore's. With
+-- 'o', a kind that other owners still hold here is not announced, but
+-- permits, which other waiters may take beside the holders left.
 local now = serverTime()
+local only = ARGV[2] == 'o'
 local writers, readers = tonumber(ARGV[3]), tonumber(ARGV[4])
 local named = {{}, {}, {}} -- by kind: owner → the key of its tombstone
 for i = 5, #ARGV do
@@ -90,31 +96,62 @@ if ARGV[2] == '1' then
   end
 end
 
+-- The holds that go: every one, or with 'o' the named owners' alone.
+local going = {{}, {}, {}}
+for kind = 1, 3 do
+  for owner, hold in pairs(holds[kind]) do
+    if named[kind][owner] or not only then
+      going[kind][owner] = hold
+    end
+  end
+end
+
 -- Tombstones before the deletes: a foreign key in a tombstone's place stops
 -- the script with the holds still there (at worst some tombstones written,
 -- each at or below its owner's applied number, which refuses nothing new).
-local freed = {false, false, false}
 for kind = 1, 3 do
-  for owner, hold in pairs(holds[kind]) do
-    freed[kind] = true
+  for owner, hold in pairs(going[kind]) do
     local seq, left = hold[1], hold[2]
     if named[kind][owner] and seq and seq > 0 and left > 0 then
       bury(named[kind][owner], seq, left)
     end
   end
 end
-if freed[1] then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', KEYS[2], ARGV[1])
-  redis.call('PUBLISH', KEYS[3], ARGV[1])
+
+-- Each kind's keys (hash, then leases) and the channels its waiters
+-- listen on.
+local keys = {{KEYS[1]}, {KEYS[4], KEYS[5]}, {KEYS[6], KEYS[7]}}
+local channels = {{KEYS[2], KEYS[3]}, {KEYS[2]}, {KEYS[8]}}
+
+local freed, announced = {}, {}
+for kind = 1, 3 do
+  freed[kind] = next(going[kind]) ~= nil
+  announced[kind] = freed[kind]
+  if freed[kind] and not only then
+    redis.call('DEL', unpack(keys[kind]))
+  elseif freed[kind] then
+    local hash, leases = keys[kind][1], keys[kind][2]
+    for owner in pairs(going[kind]) do
+      redis.call('HDEL', hash, owner, owner .. '/seq')
+      if leases then
+        redis.call('ZREM', leases, owner)
+      end
+    end
+    -- Announced when no one holds the kind here now (permits: always,
+    -- since waiters may take them beside the holders left).
+    if leases then
+      announced[kind] = fitReaders(hash, leases, now) == 0 or kind == 3
+    else
+      announced[kind] = hashSize(hash) == 0
+    end
+  end
 end
-if freed[2] then
-  redis.call('DEL', KEYS[4], KEYS[5])
-  redis.call('PUBLISH', KEYS[2], ARGV[1])
-end
-if freed[3] then
-  redis.call('DEL', KEYS[6], KEYS[7])
-  redis.call('PUBLISH', KEYS[8], ARGV[1])
+for kind = 1, 3 do
+  if announced[kind] then
+    for _, channel in ipairs(channels[kind]) do
+      redis.call('PUBLISH', channel, ARGV[1])
+    end
+  end
 end
 if freed[1] or freed[2] or freed[3] then
   return 1

@@ -538,7 +538,7 @@ func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool
 		if len(info.Holders)+len(info.Readers)+len(info.Permits) == 0 {
 			return false, nil
 		}
-		keys := []string{key.Lock, key.Channel, key.ReadChannel(), key.Readers(), key.ReadLeases(), sem.Lock, sem.Leases, sem.Channel}
+		keys := forceUnlockKeys(key)
 		// After a few reads that a busy name outran, free it anyway: the
 		// holders named still get their tombstones.
 		strict := 1
@@ -567,6 +567,30 @@ func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool
 			return r == 1, nil
 		}
 	}
+}
+
+// Evict frees the name of key of the holds of owner alone, of every kind
+// (see ForceUnlock), burying owner as ForceUnlock does, and wakes the
+// waiters of what it freed. The other owners' holds stay. It reports
+// whether owner held anything here.
+func (n *Node) Evict(ctx context.Context, key Key, owner, releaseID string) (bool, error) {
+	if owner == "" {
+		return false, fmt.Errorf("%w: the owner to evict is empty", ErrInvalidArgument)
+	}
+	sem := key.Semaphore()
+	keys := append(forceUnlockKeys(key), key.Tombstone(owner), key.ReadTombstone(owner), sem.Tombstone(owner))
+	r, err := n.calls.run(ctx, lua.ForceUnlock, keys, releaseID, "o", 1, 1, owner, owner, owner).Int64()
+	if err != nil {
+		return false, n.scriptError(key, err)
+	}
+	return r == 1, nil
+}
+
+// forceUnlockKeys returns the keys lua/forceunlock.lua takes before the
+// tombstones.
+func forceUnlockKeys(key Key) []string {
+	sem := key.Semaphore()
+	return []string{key.Lock, key.Channel, key.ReadChannel(), key.Readers(), key.ReadLeases(), sem.Lock, sem.Leases, sem.Channel}
 }
 
 // forceUnlockTries is how many times ForceUnlock reads the holders again
