@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,4 +54,27 @@ func Example_semaphoreTryAcquire() {
 	// took 2: true
 	// took 1 more: false
 	// free after release: 2
+}
+
+// An operator frees one stuck holder of a semaphore; the other keeps its
+// permit, and the stuck one learns of it.
+func Example_evict() {
+	c, _ := lock.New(lock.Options{Nodes: redisNodes()})
+	defer c.Close()
+	ctx := context.Background()
+
+	renders, _ := c.NewSemaphore("renders", 2)
+	stuck, _ := renders.TryAcquire(ctx, 1)
+	live, _ := renders.TryAcquire(ctx, 1)
+	evicted, err := c.Evict(ctx, "renders", stuck.Owner())
+	fmt.Println("evicted:", evicted, err)
+	free, _ := renders.Available(ctx)
+	fmt.Println("free:", free)
+	fmt.Println("the stuck holder lost its permit:", errors.Is(stuck.Release(ctx), lock.ErrLost))
+	fmt.Println("the other releases its own:", live.Release(ctx))
+	// Output:
+	// evicted: true <nil>
+	// free: 1
+	// the stuck holder lost its permit: true
+	// the other releases its own: <nil>
 }

@@ -66,3 +66,21 @@ func ExampleSemaphoreQuorum() {
 	fmt.Println(lock.SemaphoreQuorum(3, 1), lock.SemaphoreQuorum(3, 2), lock.SemaphoreQuorum(5, 2), lock.SemaphoreQuorum(5, 3))
 	// Output: 2 3 4 4
 }
+
+// An operator frees the permits of one stuck holder (its owner id as
+// Inspect or relock inspect show it), and leaves the other holders'. The
+// stuck holder, if it still runs, finds out at its next renewal.
+func ExampleClient_Evict() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer rdb.Close()
+	c, _ := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+	defer c.Close()
+
+	evicted, err := c.Evict(context.Background(), "renders", "9f1c…:4be0…")
+	switch {
+	case err != nil:
+		fmt.Println("the nodes could not agree:", err)
+	case !evicted:
+		fmt.Println("that owner holds nothing of renders")
+	}
+}
