@@ -143,6 +143,25 @@ func Example_do() {
 	// err: <nil>
 }
 
+// DoAll holds several locks together: a transfer between two accounts
+// locks both, whichever way round another transfer names them.
+func Example_doAll() {
+	c, _ := lock.New(lock.Options{Nodes: redisNodes()})
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := c.DoAll(ctx, []string{"account:17", "account:4"}, func(ctx context.Context) error {
+		held, _ := c.IsLocked(ctx, "account:4")
+		fmt.Println("both held; account:4 locked:", held)
+		return ctx.Err()
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// both held; account:4 locked: true
+	// err: <nil>
+}
+
 // storage stands for a resource guarded by the lock: it remembers the
 // highest fencing token it has accepted and refuses anything older, so a
 // holder that stalled past its lease cannot overwrite its successor's work.

@@ -172,6 +172,23 @@ func ExampleClient_Do() {
 	fmt.Println("err:", err)
 }
 
+// DoAll holds several locks together: a transfer between two accounts
+// locks both, whichever way round another transfer names them.
+func ExampleClient_DoAll() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer rdb.Close()
+	c, _ := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := c.DoAll(ctx, []string{"account:17", "account:4"}, func(ctx context.Context) error {
+		// Both accounts are ours until fn returns, or ctx ends on a loss.
+		return ctx.Err()
+	})
+	fmt.Println("err:", err)
+}
+
 // WithFencing hands each holder a token that increases from one holder to
 // the next; the guarded resource rejects writes with an older token.
 func ExampleWithFencing() {
