@@ -264,7 +264,7 @@ func TestReentrantWrongTypeIsAnErrorNamingTheKey(t *testing.T) {
 	require.ErrorIs(t, err, reentrant.ErrWrongType)
 	_, err = node.Inspect(ctx, key)
 	require.ErrorIs(t, err, reentrant.ErrWrongType)
-	_, err = node.ForceUnlock(ctx, key, "x")
+	_, err = node.ForceUnlock(ctx, key, "x", 1)
 	require.ErrorIs(t, err, reentrant.ErrWrongType)
 	require.Equal(t, "someone else's data", direct.Get(ctx, key.Lock).Val(), "the data stays untouched")
 }
@@ -524,7 +524,7 @@ func TestReentrantForceUnlockBuriesTheEvictedOwners(t *testing.T) {
 		for i := range tombs {
 			tombs[i] = holds[i].tomb
 		}
-		args := append([]any{"id", 1}, named...)
+		args := append([]any{"id", 1, named[0], named[1], "id"}, named[2:]...)
 		refused, err := lua.ForceUnlock.Run(ctx, direct, append(keys, tombs...), args...).Int64()
 		require.NoError(t, err)
 		require.Equal(t, int64(-1), refused, "named %v", named)
@@ -533,10 +533,24 @@ func TestReentrantForceUnlockBuriesTheEvictedOwners(t *testing.T) {
 	require.Equal(t, "1", direct.HGet(ctx, key.Readers(), "c:bob").Val(), "a refused force-unlock changes nothing")
 	require.Equal(t, "2", direct.HGet(ctx, sem.Lock, "c:carol").Val(), "a refused force-unlock changes nothing")
 
-	deleted, err := node.ForceUnlock(ctx, key, "force")
+	// Each freed kind is announced where its waiters listen; freed permits
+	// ask for a copy from each of the name's nodes (3 here) before a waiter
+	// wakes, since a semaphore's acquisition may need them all.
+	sub := direct.Subscribe(ctx, key.Channel, key.ReadChannel(), sem.Channel)
+	defer sub.Close()
+	_, err := sub.Receive(ctx) // the subscription's confirmation
+	require.NoError(t, err)
+	deleted, err := node.ForceUnlock(ctx, key, "force", 3)
 	require.NoError(t, err)
 	require.True(t, deleted)
 	require.Zero(t, direct.Exists(ctx, key.Lock, key.Readers(), key.ReadLeases(), sem.Lock, sem.Leases).Val(), "every hold's keys are gone")
+	announced := map[string][]string{}
+	for range 4 { // the lock hash's on both channels, the readers' and the permits'
+		m, err := sub.ReceiveMessage(ctx)
+		require.NoError(t, err)
+		announced[m.Channel] = append(announced[m.Channel], m.Payload)
+	}
+	require.Equal(t, map[string][]string{key.Channel: {"force", "force"}, key.ReadChannel(): {"force"}, sem.Channel: {"force *3"}}, announced)
 	for _, i := range []int{1, 2, 0} {
 		h := holds[i]
 		require.Equal(t, strconv.FormatInt(h.op.Seq, 10), direct.Get(ctx, h.tomb).Val(), "%s: the owner's last applied number", h.op.Owner)
@@ -556,7 +570,7 @@ func TestReentrantForceUnlockBuriesTheEvictedOwners(t *testing.T) {
 		require.True(t, a.Acquired, "%s: its next one is not", h.op.Owner)
 	}
 
-	deleted, err = node.ForceUnlock(ctx, mustKey(t, "tomb-forced-none"), "force")
+	deleted, err = node.ForceUnlock(ctx, mustKey(t, "tomb-forced-none"), "force", 1)
 	require.NoError(t, err)
 	require.False(t, deleted)
 }
@@ -584,13 +598,13 @@ func TestReentrantEvictFreesOneOwner(t *testing.T) {
 	}
 	alices := []reentrant.Op{ops[0], ops[1], ops[4]}
 
-	evicted, err := node.Evict(ctx, key, "c:nobody", "evict")
+	evicted, err := node.Evict(ctx, key, "c:nobody", "evict", 1)
 	require.NoError(t, err)
 	require.False(t, evicted, "an owner with nothing here")
-	_, err = node.Evict(ctx, key, "", "evict")
+	_, err = node.Evict(ctx, key, "", "evict", 1)
 	require.ErrorIs(t, err, reentrant.ErrInvalidArgument)
 
-	evicted, err = node.Evict(ctx, key, "c:alice", "evict")
+	evicted, err = node.Evict(ctx, key, "c:alice", "evict", 1)
 	require.NoError(t, err)
 	require.True(t, evicted)
 	info, err := node.Inspect(ctx, key)
@@ -605,7 +619,7 @@ func TestReentrantEvictFreesOneOwner(t *testing.T) {
 	require.Zero(t, direct.Exists(ctx, key.Lock, key.Tombstone("c:bob"), sem.Tombstone("c:bob"), key.ReadTombstone("c:bob")).Val(), "nothing held, nothing buried")
 
 	// The last owner's eviction takes the keys with it.
-	evicted, err = node.Evict(ctx, key, "c:bob", "evict")
+	evicted, err = node.Evict(ctx, key, "c:bob", "evict", 1)
 	require.NoError(t, err)
 	require.True(t, evicted)
 	require.Zero(t, direct.Exists(ctx, key.Readers(), key.ReadLeases(), sem.Lock, sem.Leases).Val())

@@ -113,7 +113,7 @@ func (c *Client) readQuorum(ctx context.Context, name string) (time.Duration, bo
 // *QuorumError when fewer than a quorum confirmed.
 func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	_, err := c.force(ctx, name, "force-unlock", func(ctx context.Context, n *reentrant.Node, key reentrant.Key, id string) (bool, error) {
-		return n.ForceUnlock(ctx, key, id)
+		return n.ForceUnlock(ctx, key, id, len(c.nodes))
 	})
 	return err
 }
@@ -133,7 +133,7 @@ func (c *Client) Evict(ctx context.Context, name, owner string) (bool, error) {
 		return false, fmt.Errorf("%w: the owner to evict is empty", ErrInvalidArgument)
 	}
 	return c.force(ctx, name, "evict", func(ctx context.Context, n *reentrant.Node, key reentrant.Key, id string) (bool, error) {
-		return n.Evict(ctx, key, owner, id)
+		return n.Evict(ctx, key, owner, id, len(c.nodes))
 	})
 }
 

@@ -7,14 +7,17 @@
 -- KEYS[4] an RWMutex's readers hash   KEYS[5] its readers' leases
 -- KEYS[6] the permits hash of the semaphore of the same name
 -- KEYS[7] its holders' leases   KEYS[8] its release channel
--- KEYS[9..] the tombstones of the owners named in ARGV[5..], in that order
+-- KEYS[9..] the tombstones of the owners named in ARGV[6..], in that order
 -- ARGV[1] release id (the message payload)
 -- ARGV[2] '1': free every hold, refusing when a holder is not among the
 --         owners named; '0': free every hold anyway; 'o': free the named
 --         owners' holds alone, leaving the others' as they are
 -- ARGV[3] how many of the named owners hold the lock hash; ARGV[4] how many
 --         of the rest read; the others after them hold permits
--- ARGV[5..] the owners, lock holders first, then readers, then permit holders
+-- ARGV[5] the message announcing freed permits: the release id, asking for
+--         copies from every node before a waiter wakes (see
+--         reentrant.permitsReleaseID: an acquisition of permits may need them all)
+-- ARGV[6..] the owners, lock holders first, then readers, then permit holders
 --
 -- Returns 1 when a hold was freed, 0 when there was none (of the named
 -- owners, for 'o'), -1 when strict and the holders are not the ones named
@@ -47,14 +50,14 @@ local now = serverTime()
 local only = ARGV[2] == 'o'
 local writers, readers = tonumber(ARGV[3]), tonumber(ARGV[4])
 local named = {{}, {}, {}} -- by kind: owner → the key of its tombstone
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   local kind = 3
-  if i < 5 + writers then
+  if i < 6 + writers then
     kind = 1
-  elseif i < 5 + writers + readers then
+  elseif i < 6 + writers + readers then
     kind = 2
   end
-  named[kind][ARGV[i]] = KEYS[i + 4]
+  named[kind][ARGV[i]] = KEYS[i + 3]
 end
 
 -- The holds, by kind: owner → {seq, lease left (ms)}. Only live readers
@@ -122,6 +125,7 @@ end
 -- listen on.
 local keys = {{KEYS[1]}, {KEYS[4], KEYS[5]}, {KEYS[6], KEYS[7]}}
 local channels = {{KEYS[2], KEYS[3]}, {KEYS[2]}, {KEYS[8]}}
+local messages = {ARGV[1], ARGV[1], ARGV[5]}
 
 local freed, announced = {}, {}
 for kind = 1, 3 do
@@ -149,7 +153,7 @@ end
 for kind = 1, 3 do
   if announced[kind] then
     for _, channel in ipairs(channels[kind]) do
-      redis.call('PUBLISH', channel, ARGV[1])
+      redis.call('PUBLISH', channel, messages[kind])
     end
   end
 end

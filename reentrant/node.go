@@ -524,11 +524,13 @@ func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
 // ForceUnlock frees the name of key of every hold on it, whoever holds it:
 // the lock's (a Mutex's, or an RWMutex's writer's), an RWMutex's readers',
 // and the permits of the semaphore of the same name; it publishes releaseID
-// where the waiters of each kind it freed listen. It reports whether there
-// was a hold to free. The owners it evicts get tombstones, so a delayed
-// acquire of theirs cannot bring a hold back; this costs a read of the
-// holders first (one more round trip, on an operator's path only).
-func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool, error) {
+// where the waiters of each kind it freed listen. nodes is how many nodes
+// the name lives on: the semaphore's waiters are woken once every one of
+// them announced it (see permitsReleaseID). It reports whether there was a
+// hold to free. The owners it evicts get tombstones, so a delayed acquire
+// of theirs cannot bring a hold back; this costs a read of the holders
+// first (one more round trip, on an operator's path only).
+func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string, nodes int) (bool, error) {
 	sem := key.Semaphore()
 	for try := 1; ; try++ {
 		info, err := n.Inspect(ctx, key)
@@ -545,7 +547,7 @@ func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool
 		if try >= forceUnlockTries {
 			strict = 0
 		}
-		args := []any{releaseID, strict, len(info.Holders), len(info.Readers)}
+		args := []any{releaseID, strict, len(info.Holders), len(info.Readers), permitsReleaseID(releaseID, nodes)}
 		name := func(owner string, tomb func(string) string) {
 			keys = append(keys, tomb(owner))
 			args = append(args, owner)
@@ -571,15 +573,15 @@ func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string) (bool
 
 // Evict frees the name of key of the holds of owner alone, of every kind
 // (see ForceUnlock), burying owner as ForceUnlock does, and wakes the
-// waiters of what it freed. The other owners' holds stay. It reports
-// whether owner held anything here.
-func (n *Node) Evict(ctx context.Context, key Key, owner, releaseID string) (bool, error) {
+// waiters of what it freed (nodes as for ForceUnlock). The other owners'
+// holds stay. It reports whether owner held anything here.
+func (n *Node) Evict(ctx context.Context, key Key, owner, releaseID string, nodes int) (bool, error) {
 	if owner == "" {
 		return false, fmt.Errorf("%w: the owner to evict is empty", ErrInvalidArgument)
 	}
 	sem := key.Semaphore()
 	keys := append(forceUnlockKeys(key), key.Tombstone(owner), key.ReadTombstone(owner), sem.Tombstone(owner))
-	r, err := n.calls.run(ctx, lua.ForceUnlock, keys, releaseID, "o", 1, 1, owner, owner, owner).Int64()
+	r, err := n.calls.run(ctx, lua.ForceUnlock, keys, releaseID, "o", 1, 1, permitsReleaseID(releaseID, nodes), owner, owner, owner).Int64()
 	if err != nil {
 		return false, n.scriptError(key, err)
 	}

@@ -68,11 +68,21 @@ func semAcquireCall(op Op) scriptCall {
 }
 
 func semReleaseCall(op Op, releaseID string) scriptCall {
-	if op.Quorum > 1 {
-		releaseID += " *" + strconv.Itoa(op.Quorum)
-	}
 	return scriptCall{lua.SemRelease, []string{op.Key.Lock, op.Key.Leases, op.Key.Channel, op.Key.Tombstone(op.Owner)},
-		[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, releaseID}}
+		[]any{op.Owner, op.Lease.Milliseconds(), op.Count, op.Seq, permitsReleaseID(releaseID, op.Quorum)}}
+}
+
+// permitsReleaseID is the message announcing permits given back: the
+// release id, asking each waiter's broker to wake no one before copies of
+// it came from that many nodes (or its grace passed; see pubsub's "ID *Q").
+// A semaphore's acquisition may need more nodes than a majority, and a
+// waiter woken before they all gave the permits back would be refused by
+// the others and sleep on, the later copies being dropped as duplicates.
+func permitsReleaseID(releaseID string, copies int) string {
+	if copies > 1 {
+		return releaseID + " *" + strconv.Itoa(copies)
+	}
+	return releaseID
 }
 
 func semRenewCall(op Op) scriptCall {
