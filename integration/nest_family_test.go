@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -377,11 +378,7 @@ func TestNestRWGoroutinesInheritContext(t *testing.T) {
 // requireEndsWith asserts that a scope's context ends within d, with cause.
 func requireEndsWith(t *testing.T, held context.Context, cause error, d time.Duration) {
 	t.Helper()
-	select {
-	case <-held.Done():
-	case <-time.After(d):
-		t.Fatalf("the scope's context did not end within %v (want cause %v)", d, cause)
-	}
+	requireClosedWithin(t, held.Done(), fmt.Sprintf("the scope's context (want cause %v)", cause), d)
 	require.ErrorIs(t, context.Cause(held), cause)
 }
 
