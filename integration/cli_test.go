@@ -29,6 +29,7 @@ func TestCLI(t *testing.T) {
 	t.Run("LsMinority", func(t *testing.T) { testCLILsMinority(t, cli) })
 	t.Run("InspectAndLsReaders", func(t *testing.T) { testCLIInspectAndLsReaders(t, cli) })
 	t.Run("InspectAndLsPermits", func(t *testing.T) { testCLIInspectAndLsPermits(t, cli) })
+	t.Run("InspectShowsWaiters", func(t *testing.T) { testCLIInspectShowsWaiters(t, cli) })
 	t.Run("UserAndPassword", func(t *testing.T) { testCLIUserPassword(t, cli) })
 	t.Run("Replicas", func(t *testing.T) { testCLIReplicas(t, cli) })
 	t.Run("Bench", func(t *testing.T) { testCLIBench(t, cli) })

@@ -228,7 +228,13 @@ type inspectJSON struct {
 	Capacity     int64            `json:"capacity"`
 	PermitQuorum int              `json:"permit_quorum"`
 	Permits      []quorumHoldJSON `json:"permits"`
-	Nodes        []struct {
+	Waiting      []struct {
+		Owner string    `json:"owner"`
+		Since time.Time `json:"since"`
+		Nodes int       `json:"nodes"`
+	} `json:"waiting"`
+	TieBreaker int `json:"tie_breaker"`
+	Nodes      []struct {
 		Node    int                   `json:"node"`
 		Addr    string                `json:"addr"`
 		Holders map[string]int64      `json:"holders"`
@@ -236,7 +242,13 @@ type inspectJSON struct {
 		Fence   int64                 `json:"fence"`
 		Readers map[string]leasedJSON `json:"readers"`
 		Permits map[string]leasedJSON `json:"permits"`
-		Error   string                `json:"error"`
+		Queue   []struct {
+			Owner string    `json:"owner"`
+			Since time.Time `json:"since"`
+			TTLms int64     `json:"ttl_ms"`
+		} `json:"queue"`
+		Queued int64  `json:"queued"`
+		Error  string `json:"error"`
 	} `json:"nodes"`
 }
 

@@ -78,3 +78,32 @@ func Example_evict() {
 	// the stuck holder lost its permit: true
 	// the other releases its own: <nil>
 }
+
+// The runnable form of package lock's ExampleWaiters: one Client holds a
+// lock, another's Lock waits, and a third reads who waits.
+func Example_waiters() {
+	holding, _ := lock.New(lock.Options{Nodes: redisNodes()})
+	defer holding.Close()
+	waiting, _ := lock.New(lock.Options{Nodes: redisNodes()})
+	defer waiting.Close()
+	ctx := context.Background()
+
+	holder, waiter := holding.NewMutex("backups"), waiting.NewMutex("backups")
+	_ = holder.Lock(ctx)
+	done := make(chan error, 1)
+	go func() { done <- waiter.Lock(ctx) }()
+
+	_, quorum := holding.Nodes()
+	var waiters []lock.Waiter
+	for deadline := time.Now().Add(10 * time.Second); len(waiters) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		states, _ := holding.Inspect(ctx, "backups")
+		waiters = lock.Waiters(states, quorum)
+	}
+	fmt.Println("waiting:", len(waiters), len(waiters) == 1 && waiters[0].Owner == waiter.Owner())
+	_ = holder.Unlock(ctx)
+	fmt.Println("the waiter got the lock:", <-done)
+	_ = waiter.Unlock(ctx)
+	// Output:
+	// waiting: 1 true
+	// the waiter got the lock: <nil>
+}

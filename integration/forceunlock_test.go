@@ -22,8 +22,7 @@ const (
 // waitFor runs acquire in the background and returns a channel that gets
 // its error; it gives the waiter a moment to start waiting.
 func waitFor(acquire func() error) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- acquire() }()
+	done := inBackground(acquire)
 	time.Sleep(300 * time.Millisecond)
 	return done
 }

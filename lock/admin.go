@@ -18,8 +18,11 @@ const NoExpiry time.Duration = -1
 type NodeState struct {
 	Node int            // index in Options.Nodes
 	Addr string         // the node's address
-	Info reentrant.Info // holders, counts, remaining lease
+	Info reentrant.Info // holders, counts, remaining lease, waiters
 	Err  error          // the node could not be read
+	// TieBreaker marks the name's tie-breaker node, which keeps the lock's
+	// wait queue (see the README's "How it works").
+	TieBreaker bool
 }
 
 // Inspect reads the lock named name on every node, without changing it.
@@ -38,9 +41,9 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeState, error) 
 	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (reentrant.Info, error) {
 		return n.Inspect(ctx, key)
 	})
-	states := make([]NodeState, len(replies))
+	states, tie := make([]NodeState, len(replies)), c.tieBreaker(key)
 	for i, r := range replies {
-		states[i] = NodeState{Node: i, Addr: c.addrs[i], Info: r.value, Err: r.err}
+		states[i] = NodeState{Node: i, Addr: c.addrs[i], Info: r.value, Err: r.err, TieBreaker: i == tie}
 	}
 	return states, nil
 }

@@ -282,3 +282,22 @@ func ExampleRWMutex() {
 	fmt.Println("after Unlock, reads:", w.ReadHoldCount(), "writes:", w.WriteHoldCount())
 	_ = w.RUnlock(ctx)
 }
+
+// Who waits for a lock, in the order it goes to them: read every node
+// without changing anything, then merge their wait queues.
+func ExampleWaiters() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer rdb.Close()
+	c, _ := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+	defer c.Close()
+
+	states, err := c.Inspect(context.Background(), "nightly-report")
+	if err != nil {
+		fmt.Println("cannot read:", err)
+		return
+	}
+	_, quorum := c.Nodes()
+	for i, w := range lock.Waiters(states, quorum) {
+		fmt.Printf("%d. %s, waiting since %s\n", i+1, w.Owner, w.Since.Format(time.TimeOnly))
+	}
+}

@@ -273,6 +273,56 @@ func QuorumPermits(states []NodeState, quorum int) []Holder {
 	return quorumHolds(states, quorum, func(info reentrant.Info) map[string]reentrant.LeasedHold { return info.Permits })
 }
 
+// Waiter is an owner waiting for a lock, as the nodes' wait queues show it.
+type Waiter struct {
+	Owner string    // CLIENTID:OWNERID
+	Since time.Time // when its Lock call began to wait, by its own clock
+	Nodes int       // how many nodes have it in their queue
+}
+
+// Waiters returns the owners in the lock's wait queues on the nodes whose
+// states Inspect returned, in the order releases hand the lock on: by when
+// each began to wait (its ticket, by which every node orders its queue),
+// then by owner. A Mutex's and a FairMutex's waiters queue on the name's
+// tie-breaker (NodeState's TieBreaker), and a Mutex's, refused elsewhere
+// with their ticket, there too. Each node reads the first
+// reentrant.InspectWaiters of its queue (Info.Queued counts them all).
+//
+// The owner that holds the lock on quorum of the nodes (QuorumHolder) is
+// passed over: it waits no more. Its entry can stay in a node's queue
+// until its Unlock (a Mutex that won through the other nodes while its
+// attempt waited there), and a release passes over it.
+func Waiters(states []NodeState, quorum int) []Waiter {
+	holder, _ := QuorumHolder(states, quorum)
+	byOwner := make(map[string]*Waiter)
+	for _, s := range states {
+		if s.Err != nil {
+			continue
+		}
+		for _, w := range s.Info.Waiters {
+			if w.Owner == holder.Owner {
+				continue
+			}
+			if seen, ok := byOwner[w.Owner]; ok {
+				seen.Nodes++
+				continue
+			}
+			byOwner[w.Owner] = &Waiter{Owner: w.Owner, Since: w.Since, Nodes: 1}
+		}
+	}
+	out := make([]Waiter, 0, len(byOwner))
+	for _, w := range byOwner {
+		out = append(out, *w)
+	}
+	slices.SortFunc(out, func(a, b Waiter) int {
+		if c := a.Since.Compare(b.Since); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Owner, b.Owner)
+	})
+	return out
+}
+
 // writerHolds returns a node's holds at the lock hash, each with the key's
 // lease.
 func writerHolds(info reentrant.Info) map[string]reentrant.LeasedHold {

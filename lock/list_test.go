@@ -150,3 +150,40 @@ func TestQuorumPermits(t *testing.T) {
 		t.Errorf("QuorumHolder counted permits: %+v", h)
 	}
 }
+
+func TestWaitersInTheOrderTheLockGoesToThem(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(1_800_000_000, 0).Add(time.Duration(s) * time.Millisecond) }
+	queue := func(node int, waiters ...reentrant.Waiter) NodeState {
+		return NodeState{Node: node, Info: reentrant.Info{TTL: -2, Waiters: waiters, Queued: int64(len(waiters))}}
+	}
+	w := func(owner string, since int) reentrant.Waiter {
+		return reentrant.Waiter{Owner: owner, Since: at(since), TTL: time.Second}
+	}
+	states := []NodeState{
+		queue(0, w("c", 1), w("b", 2), w("a", 2)),
+		queue(1, w("b", 2)),
+		{Node: 2, Err: errors.New("down"), Info: reentrant.Info{Waiters: []reentrant.Waiter{w("z", 0)}}},
+		queue(3, w("a", 2), w("d", 3)),
+	}
+	// By ticket, then by owner, as Redis orders a sorted set; each counted
+	// once per node that has it; an unreadable node counts for no one.
+	want := []Waiter{{Owner: "c", Since: at(1), Nodes: 1}, {Owner: "a", Since: at(2), Nodes: 2}, {Owner: "b", Since: at(2), Nodes: 2}, {Owner: "d", Since: at(3), Nodes: 1}}
+	if got := Waiters(states, 3); !slices.Equal(got, want) {
+		t.Errorf("Waiters = %+v; want %+v", got, want)
+	}
+	if got := Waiters(states[2:3], 1); len(got) != 0 {
+		t.Errorf("Waiters of no readable node = %+v", got)
+	}
+	// a holds the lock on a quorum (3 of 4): it waits no more, though its
+	// entries stay; on a minority it still waits (an attempt keeping nodes).
+	for _, i := range []int{0, 1, 3} {
+		states[i].Info.Holders = map[string]int64{"a": 1}
+	}
+	want = []Waiter{{Owner: "c", Since: at(1), Nodes: 1}, {Owner: "b", Since: at(2), Nodes: 2}, {Owner: "d", Since: at(3), Nodes: 1}}
+	if got := Waiters(states, 3); !slices.Equal(got, want) {
+		t.Errorf("Waiters with a holding a quorum = %+v; want %+v", got, want)
+	}
+	if got := Waiters(states, 4); len(got) != 4 {
+		t.Errorf("Waiters with a holding a minority = %+v; want all four", got)
+	}
+}

@@ -4,14 +4,25 @@
 -- KEYS[3] an RWMutex's readers hash   KEYS[4] its readers' leases
 -- KEYS[5] the permits hash of the semaphore of the same name
 -- KEYS[6] its holders' leases (see semaphore.lua)
+-- KEYS[7] the lock's wait queue   KEYS[8] its entries' deadlines (a fair
+--         lock's)   KEYS[9] the mark of an RWMutex's waiting writer
+-- ARGV[1] how many of the queue's first entries to return
 --
--- Returns {pttl, fence, holders, readers, permits, capacity}: holders is a
--- flat list of owner, count (the hold at KEYS[1]: a Mutex's, or an RWMutex's writer),
--- empty when the lock is free, with pttl -2; readers one of owner, count,
--- remaining lease (ms) for each reader whose lease has not ended (a lock of
--- another kind has none), as liveHolders gives them; permits the same for
--- the semaphore's live holders, with their permits as the count, and
--- capacity the one its holders gave (0 when none is recorded). A name's
+-- Returns {pttl, fence, holders, readers, permits, capacity, queue, queued,
+-- mark}: holders is a flat list of owner, count (the hold at KEYS[1]: a
+-- Mutex's, or an RWMutex's writer), empty when the lock is free, with pttl
+-- -2; readers one of owner, count, remaining lease (ms) for each reader
+-- whose lease has not ended (a lock of another kind has none), as
+-- liveHolders gives them; permits the same for the semaphore's live
+-- holders, with their permits as the count, and capacity the one its
+-- holders gave (0 when none is recorded). queue is a flat list of owner,
+-- ticket, ms left, for the first ARGV[1] owners in the wait queue, in the
+-- order a release hands the lock on: the ms left is how long the entry
+-- stays unless its owner asks again (a fair lock's entry's own deadline,
+-- else the queue key's TTL, which every waiter's attempt extends); a fair
+-- lock's entries whose deadline passed are left out, as the next release
+-- drops them. queued is how many owners wait in all (the ended ones
+-- aside), mark {owner, ms left} for a waiting writer, or empty. A name's
 -- lock and semaphore share no key, so one read shows an operator whichever
 -- the name is.
 local key = KEYS[1]
@@ -27,5 +38,45 @@ if lockKind(key) ~= 'none' then
     end
   end
 end
+
+-- The wait queue, read a page at a time (at most ten) so that a fair
+-- lock's entries whose deadline passed, which no release has dropped yet,
+-- do not take the places asked for.
+local queue, deadlines, limit = KEYS[7], KEYS[8], tonumber(ARGV[1])
+local ok, total = pcall(redis.call, 'ZCARD', queue)
+if not ok then
+  foreign(queue, 'queue')
+end
+local now, keyLeft = serverTime(), redis.call('PTTL', queue)
+local okd, ended = pcall(redis.call, 'ZCOUNT', deadlines, '-inf', now)
+if not okd then
+  foreign(deadlines, 'deadlines')
+end
+local waiting, from = {}, 0
+while #waiting < 3 * limit and from < math.min(total, 1000) do
+  local page = redis.call('ZRANGE', queue, from, from + 99, 'WITHSCORES')
+  from = from + 100
+  for i = 1, #page, 2 do
+    local owner, left = page[i], keyLeft
+    local deadline = tonumber(redis.call('ZSCORE', deadlines, owner))
+    if deadline and keyLeft >= 0 then
+      left = math.min(deadline - now, keyLeft)
+    elseif deadline then
+      left = deadline - now
+    end
+    if (not deadline or left > 0) and #waiting < 3 * limit then
+      waiting[#waiting + 1] = owner
+      waiting[#waiting + 1] = tonumber(page[i + 1])
+      waiting[#waiting + 1] = left
+    end
+  end
+end
+
+local mark = {}
+local who = markOf(KEYS[9])
+if who ~= '' then
+  mark = {who, redis.call('PTTL', KEYS[9])}
+end
 return {pttl, fence, holders, liveHolders(KEYS[3], KEYS[4]),
-  liveHolders(KEYS[5], KEYS[6], semRoles), capacityOf(KEYS[5]) or 0}
+  liveHolders(KEYS[5], KEYS[6], semRoles), capacityOf(KEYS[5]) or 0,
+  waiting, math.max(total - ended, 0), mark}

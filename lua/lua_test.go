@@ -147,7 +147,7 @@ func readFile(t *testing.T, name string) string {
 // command it may call, its helpers' included, only reads.
 func TestReadOnlyScriptsCallOnlyReads(t *testing.T) {
 	reads := map[string]bool{"EXISTS": true, "GET": true, "HGET": true, "HGETALL": true, "HKEYS": true, "HLEN": true,
-		"HMGET": true, "PTTL": true, "TIME": true, "TYPE": true, "ZCARD": true, "ZRANGE": true, "ZRANGEBYSCORE": true}
+		"HMGET": true, "PTTL": true, "TIME": true, "TYPE": true, "ZCARD": true, "ZCOUNT": true, "ZRANGE": true, "ZRANGEBYSCORE": true, "ZSCORE": true}
 	// A command is named by a literal, or by a choice of two
 	// (`cond and 'A' or 'B'`).
 	named := regexp.MustCompile(`(?:redis\.p?call\(\s*|pcall\(redis\.call,\s*)(?:'([A-Z]+)'|\w+ and '([A-Z]+)' or '([A-Z]+)')`)

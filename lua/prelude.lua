@@ -178,7 +178,7 @@ end
 local function purgeQueue(queue, deadlines)
   local ok, gone = pcall(redis.call, 'ZRANGEBYSCORE', deadlines, '-inf', serverTime(), 'LIMIT', 0, 100)
   if not ok then
-    foreign(deadlines, 'queue')
+    foreign(deadlines, 'deadlines')
   end
   if #gone > 0 then
     redis.call('ZREM', deadlines, unpack(gone))

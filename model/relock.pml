@@ -149,7 +149,7 @@
  * holders: no script the model stands for calls it (lua.go gives each
  * script only the helpers it calls), so only the line changed.
  */
-/* checksum lua/prelude.lua sha256:32ddbd7907cbf918b3cb588798d11e4145fb0dad20e91b2c162407e0d9e53f8f */
+/* checksum lua/prelude.lua sha256:4f001a2194cb63233ace239f753c4aeaeb082ae290c73c7e56dfc00b147102ee */
 /* checksum lua/acquire.lua sha256:bcd38b19ea4a25fe19d06a096c42ac051048bcb87696f0475fb3ea1fb5b74b67 */
 /* checksum lua/release.lua sha256:d533c9b15435041caa73bec9b70fa48bb0e39740d4595f55ffc7ad67dcf0cda1 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */

@@ -468,6 +468,32 @@ type Info struct {
 	// (every user of a name gives the same, see CapacityError); 0 when
 	// none is recorded.
 	Capacity int64
+	// Waiters are the first owners (at most InspectWaiters) in the lock's
+	// wait queue here, in the order a release hands the lock on. A
+	// Mutex's and a FairMutex's waiters queue on the name's tie-breaker
+	// node (and a Mutex's, refused there with a ticket, on others).
+	Waiters []Waiter
+	// Queued is how many owners wait in the queue in all, Waiters and
+	// those after them.
+	Queued int64
+	// WriterWaiting is an RWMutex's writer that waits, whose mark keeps
+	// new readers out (see RWMutex); zero when none waits.
+	WriterWaiting Waiter
+}
+
+// InspectWaiters is how many owners of a lock's wait queue Inspect reads.
+const InspectWaiters = 100
+
+// Waiter is an owner waiting for a lock on one node.
+type Waiter struct {
+	Owner string // CLIENTID:OWNERID
+	// Since is when the owner's Lock call began to wait, by its own clock
+	// (its ticket in the queue, which orders the queue); zero for an
+	// RWMutex's waiting writer.
+	Since time.Time
+	// TTL is how long its entry stays unless the owner asks again: a
+	// waiter that gave up or died leaves the queue by then.
+	TTL time.Duration
 }
 
 // LeasedHold is a hold with a lease of its own on one node: an RWMutex's
@@ -494,20 +520,31 @@ func leasedHolds(reply []any) (map[string]LeasedHold, error) {
 // Inspect reads the state of key's name without changing it: the lock's
 // holds and the holders of the semaphore of the same name.
 func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
-	reply, err := n.calls.run(ctx, lua.Inspect, []string{key.Lock, key.Fence, key.Readers(), key.ReadLeases(), key.Permits(), key.PermitLeases()}).Slice()
+	keys := []string{key.Lock, key.Fence, key.Readers(), key.ReadLeases(), key.Permits(), key.PermitLeases(), key.Queue, key.QueueDeadlines, key.WriterWaiting()}
+	reply, err := n.calls.run(ctx, lua.Inspect, keys, InspectWaiters).Slice()
 	if err != nil {
 		return Info{}, n.scriptError(key, err)
 	}
-	var holders, readers, permits []any
-	if len(reply) == 6 {
+	var holders, readers, permits, queue, mark []any
+	if len(reply) == 9 {
 		holders, _ = reply[2].([]any)
 		readers, _ = reply[3].([]any)
 		permits, _ = reply[4].([]any)
+		queue, _ = reply[6].([]any)
+		mark, _ = reply[8].([]any)
 	}
-	if len(reply) != 6 || len(holders)%2 != 0 {
+	if len(reply) != 9 || len(holders)%2 != 0 || len(queue)%3 != 0 || (len(mark) != 0 && len(mark) != 2) {
 		return Info{}, fmt.Errorf("relock: inspect: unexpected reply %v", reply)
 	}
-	info := Info{Holders: make(map[string]int64), TTL: pttl(asInt(reply[0])), Fence: asInt(reply[1]), Capacity: asInt(reply[5])}
+	info := Info{Holders: make(map[string]int64), TTL: pttl(asInt(reply[0])), Fence: asInt(reply[1]), Capacity: asInt(reply[5]), Queued: asInt(reply[7])}
+	for i := 0; i+2 < len(queue); i += 3 {
+		owner, _ := queue[i].(string)
+		info.Waiters = append(info.Waiters, Waiter{Owner: owner, Since: time.UnixMicro(asInt(queue[i+1])), TTL: pttl(asInt(queue[i+2]))})
+	}
+	if len(mark) == 2 {
+		owner, _ := mark[0].(string)
+		info.WriterWaiting = Waiter{Owner: owner, TTL: pttl(asInt(mark[1]))}
+	}
 	for i := 0; i+1 < len(holders); i += 2 {
 		owner, _ := holders[i].(string)
 		info.Holders[owner] = asInt(holders[i+1])
@@ -625,6 +662,8 @@ func (n *Node) scriptError(key Key, err error) error {
 			return &WrongTypeError{Key: key.Fence, Type: kind}
 		case strings.HasPrefix(where, "queue"):
 			return &WrongTypeError{Key: key.Queue, Type: kind}
+		case strings.HasPrefix(where, "deadlines"):
+			return &WrongTypeError{Key: key.QueueDeadlines, Type: kind}
 		case strings.HasPrefix(where, "readers"):
 			return &WrongTypeError{Key: key.Readers(), Type: kind}
 		case strings.HasPrefix(where, "mark"):

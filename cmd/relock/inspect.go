@@ -27,15 +27,24 @@ the same name are shown too, marked (permits), each with its permits as
 the count and its own lease: a semaphore of K permits needs
 lock.SemaphoreQuorum(N, K) nodes, more than a majority when K > 1. K is
 the capacity the holders gave, which the nodes record, unless --permits
-gives it. Exit status 4 when fewer than a quorum could be read: the lock's
-state is then unknown.
+gives it. Who waits is shown too: the owners in the lock's wait queue, in
+the order the lock goes to them, each with when its Lock began to wait (by
+its own clock) and, per node, how long its entry stays unless it asks
+again; the queue is kept on the name's tie-breaker node (a Mutex's
+waiters refused elsewhere queue there too). An RWMutex's waiting writer,
+which new readers wait behind, is marked (writer waits). Exit status 4 when fewer than a quorum could be read:
+the lock's state is then unknown.
 
 With --json: an object with name, quorum, answered (nodes read), held,
 holder (owner, count, ttl_ms, nodes; absent when not held), readers (the
 same for each reader on a quorum; absent when none), capacity (K; 0
 when unknown), permit_quorum, permits (the same for each semaphore holder on permit_quorum nodes, count
-being its permits; absent when none) and nodes (node, addr, holders,
-ttl_ms, fence, readers and permits: owner -> count and ttl_ms, error).
+being its permits; absent when none), waiting (owner, since, nodes, in
+the order the lock goes to them; absent when none), tie_breaker (the node
+that keeps the queue) and nodes (node, addr, holders, ttl_ms,
+fence, readers and permits: owner -> count and ttl_ms, queue: the first
+100 waiters there as owner, since and ttl_ms, queued: how many wait there,
+writer_waiting: owner and ttl_ms, error).
 ttl_ms is -1 for a key that never expires, and absent on a node where the
 lock is free.`,
 	examples: `

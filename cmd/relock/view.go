@@ -29,7 +29,16 @@ type lockView struct {
 	Capacity     int64       `json:"capacity"`          // the semaphore's permits: --permits, or as its holders gave it (0: none recorded)
 	PermitQuorum int         `json:"permit_quorum"`     // nodes a semaphore holder needs: lock.SemaphoreQuorum(N, capacity or 1)
 	Permits      []holderOut `json:"permits,omitempty"` // the semaphore's holders on PermitQuorum nodes, count = permits
+	Waiting      []waiterOut `json:"waiting,omitempty"` // owners in the wait queues, in the order the lock goes to them
+	TieBreaker   int         `json:"tie_breaker"`       // the node that keeps the wait queue
 	Nodes        []nodeOut   `json:"nodes"`
+}
+
+// waiterOut is an owner waiting for the lock (lock.Waiter).
+type waiterOut struct {
+	Owner string    `json:"owner"` // CLIENTID:OWNERID
+	Since time.Time `json:"since"` // when its Lock call began to wait, by its own clock
+	Nodes int       `json:"nodes"` // nodes whose queue has it
 }
 
 // holderOut is the owner that holds a lock on a quorum (lock.Holder).
@@ -44,12 +53,32 @@ type holderOut struct {
 type nodeOut struct {
 	Node    int                  `json:"node"`
 	Addr    string               `json:"addr"`
-	Holders map[string]int64     `json:"holders"`           // owner → hold count; null when unreadable
-	TTLms   *int64               `json:"ttl_ms,omitempty"`  // the key's remaining lease; absent when free; -1: never expires
-	Fence   int64                `json:"fence"`             // the node's fencing counter
-	Readers map[string]leasedOut `json:"readers,omitempty"` // an RWMutex's readers there: owner → read hold
-	Permits map[string]leasedOut `json:"permits,omitempty"` // the semaphore's holders there: owner → permits
-	Error   string               `json:"error,omitempty"`   // why the node could not be read
+	Holders map[string]int64     `json:"holders"`                  // owner → hold count; null when unreadable
+	TTLms   *int64               `json:"ttl_ms,omitempty"`         // the key's remaining lease; absent when free; -1: never expires
+	Fence   int64                `json:"fence"`                    // the node's fencing counter
+	Readers map[string]leasedOut `json:"readers,omitempty"`        // an RWMutex's readers there: owner → read hold
+	Permits map[string]leasedOut `json:"permits,omitempty"`        // the semaphore's holders there: owner → permits
+	Queue   []queuedOut          `json:"queue,omitempty"`          // the first owners in its wait queue, in order
+	Queued  int64                `json:"queued,omitempty"`         // how many owners its queue has in all
+	Writer  *queuedOut           `json:"writer_waiting,omitempty"` // an RWMutex's writer that waits there
+	Error   string               `json:"error,omitempty"`          // why the node could not be read
+}
+
+// queuedOut is an owner in one node's wait queue (reentrant.Waiter).
+type queuedOut struct {
+	Owner string     `json:"owner"`
+	Since *time.Time `json:"since,omitempty"` // its ticket; absent for a waiting writer's mark
+	TTLms int64      `json:"ttl_ms"`          // how long its entry stays unless it asks again
+}
+
+// newQueuedOut is w as the output gives it.
+func newQueuedOut(w reentrant.Waiter) queuedOut {
+	q := queuedOut{Owner: w.Owner, TTLms: ttlMillis(w.TTL)}
+	if !w.Since.IsZero() {
+		since := w.Since.UTC()
+		q.Since = &since
+	}
+	return q
 }
 
 // leasedOut is a hold with its own lease on one node (reentrant.LeasedHold):
@@ -104,11 +133,25 @@ func newLockView(name string, states []lock.NodeState, quorum, permits int) lock
 				n.TTLms = &ms
 			}
 			n.Readers, n.Permits = newLeasedOut(s.Info.Readers), newLeasedOut(s.Info.Permits)
+			for _, w := range s.Info.Waiters {
+				n.Queue = append(n.Queue, newQueuedOut(w))
+			}
+			n.Queued = s.Info.Queued
+			if s.Info.WriterWaiting.Owner != "" {
+				w := newQueuedOut(s.Info.WriterWaiting)
+				n.Writer = &w
+			}
 			if permits == 0 {
 				v.Capacity = max(v.Capacity, s.Info.Capacity)
 			}
 		}
 		v.Nodes[i] = n
+		if s.TieBreaker {
+			v.TieBreaker = s.Node
+		}
+	}
+	for _, w := range lock.Waiters(states, quorum) {
+		v.Waiting = append(v.Waiting, waiterOut{Owner: w.Owner, Since: w.Since.UTC(), Nodes: w.Nodes})
 	}
 	if h, ok := lock.QuorumHolder(states, quorum); ok {
 		v.Held = true
@@ -174,16 +217,53 @@ func (v lockView) summary() string {
 	if !v.known() {
 		return fmt.Sprintf("lock %q: unknown: %d of %d nodes answered, %d needed", v.Name, v.Answered, len(v.Nodes), v.Quorum)
 	}
+	var lines []string
 	permitNodes := v.nodesWith(permitsOn)
-	if permitNodes == 0 {
-		return v.lockSummary()
+	if permitNodes == 0 || v.nodesWith(lockOn) > 0 {
+		lines = append(lines, v.lockSummary())
 	}
-	sem := v.semaphoreSummary(permitNodes)
-	if v.nodesWith(lockOn) == 0 {
-		return sem
+	if permitNodes > 0 {
+		lines = append(lines, v.semaphoreSummary(permitNodes))
 	}
-	return v.lockSummary() + "\n" + sem
+	return strings.Join(append(lines, v.waitSummary()...), "\n")
 }
+
+// waitSummary is a line on the owners in the lock's wait queues and one on
+// an RWMutex's waiting writer, each only when there is one.
+func (v lockView) waitSummary() []string {
+	var lines []string
+	if len(v.Waiting) > 0 {
+		waiters := make([]string, len(v.Waiting))
+		for i, w := range v.Waiting {
+			waiters[i] = fmt.Sprintf("%s (since %s, queued on %s)", w.Owner, w.Since.Format(sinceLayout), plural(int64(w.Nodes), "node"))
+		}
+		line := fmt.Sprintf("waiting: %s, in the order the lock goes to them: %s", plural(int64(len(v.Waiting)), "owner"), strings.Join(waiters, ", "))
+		unread := int64(0) // entries past those a node's read returned
+		for _, n := range v.Nodes {
+			unread = max(unread, n.Queued-int64(len(n.Queue)))
+		}
+		if unread > 0 {
+			line += fmt.Sprintf(", and at least %d more", unread)
+		}
+		if len(v.Nodes) > 1 {
+			line += fmt.Sprintf("; the queue is on the tie-breaker, node %d", v.TieBreaker)
+		}
+		lines = append(lines, line)
+	}
+	marks := make(map[string]int64)
+	for _, n := range v.Nodes {
+		if n.Writer != nil {
+			marks[n.Writer.Owner]++
+		}
+	}
+	for _, owner := range slices.Sorted(maps.Keys(marks)) {
+		lines = append(lines, fmt.Sprintf("writer waiting: %s (marked on %s of %d; new readers wait behind it)", owner, plural(marks[owner], "node"), len(v.Nodes)))
+	}
+	return lines
+}
+
+// sinceLayout is how a waiter's start shows in a summary (in UTC).
+const sinceLayout = "2006-01-02 15:04:05.000 UTC"
 
 // semaphoreSummary is the line on the semaphore of the lock's name, whose
 // permits permitNodes nodes have.
@@ -245,9 +325,13 @@ func (v lockView) lockSummary() string {
 }
 
 // writeNodes writes the per-node table of v: one row per holder, per
-// reader (marked "(read)", with its own lease) and per semaphore holder
-// (marked "(permits)", its permits as the count, with its own lease) on
-// each node, a dash for a free node, the error for an unreadable one.
+// reader (marked "(read)", with its own lease), per semaphore holder
+// (marked "(permits)", its permits as the count, with its own lease), for
+// a waiting writer (marked "(writer waits)", with its mark's TTL) and per
+// owner in the wait queue (marked "(waits, 1st)" and on in its order, with
+// the TTL of its entry; the quorum's holder, whose entry stays until its
+// Unlock, "(holds; left in queue)") on each node, a dash for a free node,
+// the error for an unreadable one.
 func (v lockView) writeNodes(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tHOLDER\tCOUNT\tTTL\tFENCE")
@@ -256,7 +340,7 @@ func (v lockView) writeNodes(w io.Writer) error {
 		case n.Error != "":
 			// The last cell: a long error does not widen the holder column.
 			fmt.Fprintf(tw, "%d\t%s\tunreachable: %s\n", n.Node, n.Addr, n.Error)
-		case len(n.Holders) == 0 && len(n.Readers) == 0 && len(n.Permits) == 0:
+		case len(n.Holders) == 0 && len(n.Readers) == 0 && len(n.Permits) == 0 && len(n.Queue) == 0 && n.Writer == nil:
 			fmt.Fprintf(tw, "%d\t%s\t-\t-\t-\t%d\n", n.Node, n.Addr, n.Fence)
 		default:
 			for _, owner := range slices.Sorted(maps.Keys(n.Holders)) {
@@ -265,8 +349,33 @@ func (v lockView) writeNodes(w io.Writer) error {
 			writeLeased(tw, n, n.Readers, "read")
 			writeLeased(tw, n, n.Permits, "permits")
 		}
+		if n.Writer != nil {
+			fmt.Fprintf(tw, "%d\t%s\t%s (writer waits)\t-\t%s\t%d\n", n.Node, n.Addr, n.Writer.Owner, formatTTL(n.Writer.TTLms), n.Fence)
+		}
+		for i, w := range n.Queue {
+			place := "waits, " + ordinal(i+1)
+			if v.Holder != nil && w.Owner == v.Holder.Owner {
+				place = "holds; left in queue"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s (%s)\t-\t%s\t%d\n", n.Node, n.Addr, w.Owner, place, formatTTL(w.TTLms), n.Fence)
+		}
 	}
 	return tw.Flush()
+}
+
+// ordinal is n as a place in a line: 1st, 2nd, 3rd, 4th, ... 11th, 21st.
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // writeLeased writes a row of node n's table for each of holds, the

@@ -237,3 +237,68 @@ func TestLockViewTakesTheRecordedCapacity(t *testing.T) {
 		t.Fatalf("differing: %+v", v)
 	}
 }
+
+func TestLockViewShowsWhoWaits(t *testing.T) {
+	since := time.Date(2026, 11, 29, 18, 20, 1, 234_000_000, time.UTC)
+	waiter := func(owner string, after time.Duration, ttl time.Duration) reentrant.Waiter {
+		return reentrant.Waiter{Owner: owner, Since: since.Add(after), TTL: ttl}
+	}
+	states := threeNodes()
+	states[1].TieBreaker = true
+	states[1].Info.Waiters = []reentrant.Waiter{waiter("w1", 0, 9*time.Second), waiter("w2", time.Second, 9*time.Second)}
+	states[1].Info.Queued = 5
+	states[0].Info.Waiters = []reentrant.Waiter{waiter("w2", time.Second, 4*time.Second)}
+	states[0].Info.Queued = 1
+	states[0].Info.WriterWaiting = reentrant.Waiter{Owner: "wr", TTL: 1500 * time.Millisecond}
+	v := newLockView("job", states, 2, 0)
+	if v.TieBreaker != 1 || len(v.Waiting) != 2 || v.Waiting[0] != (waiterOut{Owner: "w1", Since: since, Nodes: 1}) || v.Waiting[1].Nodes != 2 {
+		t.Fatalf("waiting %+v, tie-breaker %d", v.Waiting, v.TieBreaker)
+	}
+	want := `lock "job": held by a (count 2, TTL 8s) on 2 of 3 nodes (quorum 2)
+waiting: 2 owners, in the order the lock goes to them: w1 (since 2026-11-29 18:20:01.234 UTC, queued on 1 node), w2 (since 2026-11-29 18:20:02.234 UTC, queued on 2 nodes), and at least 3 more; the queue is on the tie-breaker, node 1
+writer waiting: wr (marked on 1 node of 3; new readers wait behind it)`
+	if got := v.summary(); got != want {
+		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
+	}
+	got := tableOf(t, v.writeNodes)
+	wantTable := `NODE  ADDRESS  HOLDER             COUNT  TTL   FENCE
+0     r1:6379  a                  2      9s    7
+0     r1:6379  wr (writer waits)  -      1.5s  7
+0     r1:6379  w2 (waits, 1st)    -      4s    7
+1     r2:6379  a                  2      8s    7
+1     r2:6379  w1 (waits, 1st)    -      9s    7
+1     r2:6379  w2 (waits, 2nd)    -      9s    7
+2     r3:6379  unreachable: connection refused
+`
+	if got != wantTable {
+		t.Errorf("table:\n%s\nwant:\n%s", got, wantTable)
+	}
+	// JSON: the queue per node, its entries' tickets as times.
+	var b strings.Builder
+	if err := writeJSON(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{`"tie_breaker": 1`, `"waiting": [`, `"since": "2026-11-29T18:20:01.234Z"`, `"queued": 5`, `"writer_waiting": {`, `"ttl_ms": 1500`} {
+		if !strings.Contains(b.String(), part) {
+			t.Errorf("JSON lacks %s:\n%s", part, b.String())
+		}
+	}
+	// The holder's entry left in a queue: not waiting, marked in its row.
+	states[0].Info.Waiters = append(states[0].Info.Waiters, waiter("a", 2*time.Second, 3*time.Second))
+	v = newLockView("job", states, 2, 0)
+	if len(v.Waiting) != 2 || !strings.Contains(tableOf(t, v.writeNodes), "a (holds; left in queue)  -      3s") {
+		t.Errorf("holder's entry: waiting %+v\n%s", v.Waiting, tableOf(t, v.writeNodes))
+	}
+	// No one waits: no line, no rows.
+	if s := newLockView("job", threeNodes(), 2, 0).summary(); strings.Contains(s, "wait") {
+		t.Errorf("summary with no waiter: %q", s)
+	}
+}
+
+func TestOrdinal(t *testing.T) {
+	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 22: "22nd", 100: "100th", 101: "101st", 111: "111th"} {
+		if got := ordinal(n); got != want {
+			t.Errorf("ordinal(%d) = %q; want %q", n, got, want)
+		}
+	}
+}
