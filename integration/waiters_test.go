@@ -255,6 +255,16 @@ func TestReentrantInspectReadsTheQueue(t *testing.T) {
 	require.InDelta(t, (5 * time.Second).Seconds(), fair.Waiters[0].TTL.Seconds(), 2)
 	require.Len(t, fair.Waiters, reentrant.InspectWaiters, "the next owner takes its place")
 
+	// A Mutex's hand-off reservation, a string at the deadlines' key, is
+	// no deadline.
+	require.NoError(t, direct.Set(ctx, key.QueueDeadlines, info.Waiters[0].Owner, time.Minute).Err())
+	reserved, err := node.Inspect(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, int64(owners), reserved.Queued)
+	require.Len(t, reserved.Waiters, reentrant.InspectWaiters)
+	require.Equal(t, info.Waiters[0].Owner, reserved.Waiters[0].Owner, "no entry left out")
+	require.InDelta(t, info.Waiters[0].TTL.Seconds(), reserved.Waiters[0].TTL.Seconds(), 5, "the queue's TTL")
+
 	for _, foreign := range []string{key.Queue, key.QueueDeadlines, key.WriterWaiting()} {
 		other := mustKey(t, "foreign")
 		foreignKey := strings.Replace(foreign, key.Lock, other.Lock, 1)

@@ -5,7 +5,8 @@
 -- KEYS[5] the permits hash of the semaphore of the same name
 -- KEYS[6] its holders' leases (see semaphore.lua)
 -- KEYS[7] the lock's wait queue   KEYS[8] its entries' deadlines (a fair
---         lock's)   KEYS[9] the mark of an RWMutex's waiting writer
+--         lock's), or a Mutex's hand-off reservation, which is not read
+-- KEYS[9] the mark of an RWMutex's waiting writer
 -- ARGV[1] how many of the queue's first entries to return
 --
 -- Returns {pttl, fence, holders, readers, permits, capacity, queue, queued,
@@ -48,9 +49,15 @@ if not ok then
   foreign(queue, 'queue')
 end
 local now, keyLeft = serverTime(), redis.call('PTTL', queue)
-local okd, ended = pcall(redis.call, 'ZCOUNT', deadlines, '-inf', now)
-if not okd then
+-- The deadlines' key holds a Mutex's hand-off reservation (a string, see
+-- announce in prelude.lua) instead of a fair lock's deadlines.
+local kind = redis.call('TYPE', deadlines)['ok']
+if kind ~= 'none' and kind ~= 'zset' and kind ~= 'string' then
   foreign(deadlines, 'deadlines')
+end
+local fair, ended = kind == 'zset', 0
+if fair then
+  ended = redis.call('ZCOUNT', deadlines, '-inf', now)
 end
 local waiting, from = {}, 0
 while #waiting < 3 * limit and from < math.min(total, 1000) do
@@ -58,7 +65,7 @@ while #waiting < 3 * limit and from < math.min(total, 1000) do
   from = from + 100
   for i = 1, #page, 2 do
     local owner, left = page[i], keyLeft
-    local deadline = tonumber(redis.call('ZSCORE', deadlines, owner))
+    local deadline = fair and tonumber(redis.call('ZSCORE', deadlines, owner))
     if deadline and keyLeft >= 0 then
       left = math.min(deadline - now, keyLeft)
     elseif deadline then

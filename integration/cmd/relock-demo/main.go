@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,21 +198,24 @@ func nested(ctx context.Context, _ *fixture.Cluster, a, b *lock.Client) error {
 	return other.Unlock(ctx)
 }
 
-// blocking: a waiter's Lock returns soon after the holder's Unlock.
+// blocking: a waiter's Lock returns soon after the holder's Unlock; while
+// it waits, an Inspect shows it in the lock's wait queue.
 func blocking(ctx context.Context, _ *fixture.Cluster, a, b *lock.Client) error {
 	step("Blocking: process B waits on %q while process A holds it for 300ms", "demo:blocking")
 	holder := a.NewMutex("demo:blocking")
 	if err := holder.Lock(ctx); err != nil {
 		return err
 	}
+	waiter := b.NewMutex("demo:blocking")
 	unlocked := make(chan time.Time, 1)
+	seen := make(chan error, 1)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
+		seen <- showWaiters(ctx, a, "demo:blocking", waiter.Owner())
 		unlocked <- time.Now() // the moment A calls Unlock
 		_ = holder.Unlock(ctx)
 	}()
 	start := time.Now()
-	waiter := b.NewMutex("demo:blocking")
 	if err := waiter.Lock(ctx); err != nil {
 		return err
 	}
@@ -219,7 +223,28 @@ func blocking(ctx context.Context, _ *fixture.Cluster, a, b *lock.Client) error 
 	unlockedAt := <-unlocked
 	say("B waited %v and got the lock %v after A's Unlock (A's lease had 30s left)",
 		got.Sub(start).Round(time.Millisecond), got.Sub(unlockedAt).Round(100*time.Microsecond))
+	if err := <-seen; err != nil {
+		return err
+	}
 	return waiter.Unlock(ctx)
+}
+
+// showWaiters reads who waits for name, as relock inspect does, and says
+// so; it fails unless that is want alone.
+func showWaiters(ctx context.Context, c *lock.Client, name, want string) error {
+	states, err := c.Inspect(ctx, name)
+	if err != nil {
+		return err
+	}
+	_, quorum := c.Nodes()
+	waiters := lock.Waiters(states, quorum)
+	tie := slices.IndexFunc(states, func(s lock.NodeState) bool { return s.TieBreaker })
+	if len(waiters) != 1 || waiters[0].Owner != want {
+		return fmt.Errorf("inspect shows waiters %+v; want B's owner %s alone", waiters, want)
+	}
+	say("while B waits, inspect shows it in the wait queue on the tie-breaker (node %d), waiting since %s",
+		tie, waiters[0].Since.Format("15:04:05.000"))
+	return nil
 }
 
 // timeout: a Lock bounded by a ctx deadline gives up and leaves nothing.
