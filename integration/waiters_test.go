@@ -170,12 +170,14 @@ func TestInspectShowsFairAndWriterWaiters(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "the waiting writer's mark on every node")
 	require.NoError(t, reader.RUnlock(ctx))
 	requireWoken(t, writerDone, "the writer")
-	states, err := c.Inspect(ctx, "config")
-	require.NoError(t, err)
-	for _, s := range states {
-		require.Empty(t, s.Info.WriterWaiting.Owner, "node %d: the writer that got in leaves no mark", s.Node)
-	}
+	// Its mark may stay on a node where its last attempt overtook the
+	// reader's release, until its hold is written there or it unlocks.
 	require.NoError(t, writer.Unlock(ctx))
+	require.Eventually(t, func() bool {
+		states, err := c.Inspect(ctx, "config")
+		require.NoError(t, err)
+		return !slices.ContainsFunc(states, func(s lock.NodeState) bool { return s.Info.WriterWaiting.Owner != "" })
+	}, 10*time.Second, 20*time.Millisecond, "the writer's Unlock takes its mark off every node")
 }
 
 // testCLIInspectShowsWaiters: relock inspect shows who waits, in order,

@@ -477,7 +477,9 @@ type Info struct {
 	// those after them.
 	Queued int64
 	// WriterWaiting is an RWMutex's writer that waits, whose mark keeps
-	// new readers out (see RWMutex); zero when none waits.
+	// new readers out (see RWMutex); zero when none waits. A writer that
+	// got the lock through the other nodes may leave its mark here until
+	// its hold is written here too, or it unlocks.
 	WriterWaiting Waiter
 }
 

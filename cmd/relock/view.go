@@ -252,7 +252,7 @@ func (v lockView) waitSummary() []string {
 	}
 	marks := make(map[string]int64)
 	for _, n := range v.Nodes {
-		if n.Writer != nil {
+		if n.Writer != nil && !v.holds(n.Writer.Owner) {
 			marks[n.Writer.Owner]++
 		}
 	}
@@ -329,9 +329,10 @@ func (v lockView) lockSummary() string {
 // (marked "(permits)", its permits as the count, with its own lease), for
 // a waiting writer (marked "(writer waits)", with its mark's TTL) and per
 // owner in the wait queue (marked "(waits, 1st)" and on in its order, with
-// the TTL of its entry; the quorum's holder, whose entry stays until its
-// Unlock, "(holds; left in queue)") on each node, a dash for a free node,
-// the error for an unreadable one.
+// the TTL of its entry) on each node, a dash for a free node, the error
+// for an unreadable one. An entry or a mark of the quorum's holder, which
+// waits no more, is marked "(holds; left in queue)" or "(holds; mark
+// left)".
 func (v lockView) writeNodes(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tHOLDER\tCOUNT\tTTL\tFENCE")
@@ -350,11 +351,15 @@ func (v lockView) writeNodes(w io.Writer) error {
 			writeLeased(tw, n, n.Permits, "permits")
 		}
 		if n.Writer != nil {
-			fmt.Fprintf(tw, "%d\t%s\t%s (writer waits)\t-\t%s\t%d\n", n.Node, n.Addr, n.Writer.Owner, formatTTL(n.Writer.TTLms), n.Fence)
+			what := "writer waits"
+			if v.holds(n.Writer.Owner) {
+				what = "holds; mark left"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s (%s)\t-\t%s\t%d\n", n.Node, n.Addr, n.Writer.Owner, what, formatTTL(n.Writer.TTLms), n.Fence)
 		}
 		for i, w := range n.Queue {
 			place := "waits, " + ordinal(i+1)
-			if v.Holder != nil && w.Owner == v.Holder.Owner {
+			if v.holds(w.Owner) {
 				place = "holds; left in queue"
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s (%s)\t-\t%s\t%d\n", n.Node, n.Addr, w.Owner, place, formatTTL(w.TTLms), n.Fence)
@@ -362,6 +367,11 @@ func (v lockView) writeNodes(w io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// holds reports whether owner holds the lock on a quorum: an entry of its
+// left in a node's queue, or its writer's mark, is no longer waiting (it
+// stays until the owner's hold is written there, or its Unlock).
+func (v lockView) holds(owner string) bool { return v.Holder != nil && v.Holder.Owner == owner }
 
 // ordinal is n as a place in a line: 1st, 2nd, 3rd, 4th, ... 11th, 21st.
 func ordinal(n int) string {

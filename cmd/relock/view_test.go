@@ -285,9 +285,14 @@ writer waiting: wr (marked on 1 node of 3; new readers wait behind it)`
 	}
 	// The holder's entry left in a queue: not waiting, marked in its row.
 	states[0].Info.Waiters = append(states[0].Info.Waiters, waiter("a", 2*time.Second, 3*time.Second))
+	states[1].Info.WriterWaiting = reentrant.Waiter{Owner: "a", TTL: time.Second}
 	v = newLockView("job", states, 2, 0)
-	if len(v.Waiting) != 2 || !strings.Contains(tableOf(t, v.writeNodes), "a (holds; left in queue)  -      3s") {
-		t.Errorf("holder's entry: waiting %+v\n%s", v.Waiting, tableOf(t, v.writeNodes))
+	table := tableOf(t, v.writeNodes)
+	if len(v.Waiting) != 2 || !strings.Contains(table, "a (holds; left in queue)  -      3s") || !strings.Contains(table, "a (holds; mark left)") {
+		t.Errorf("holder's entry and mark: waiting %+v\n%s", v.Waiting, table)
+	}
+	if s := v.summary(); strings.Contains(s, "writer waiting: a") || !strings.Contains(s, "writer waiting: wr") {
+		t.Errorf("the holder's mark is no writer waiting: %q", s)
 	}
 	// No one waits: no line, no rows.
 	if s := newLockView("job", threeNodes(), 2, 0).summary(); strings.Contains(s, "wait") {
