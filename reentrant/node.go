@@ -473,8 +473,8 @@ type Info struct {
 	// Mutex's and a FairMutex's waiters queue on the name's tie-breaker
 	// node (and a Mutex's, refused there with a ticket, on others).
 	Waiters []Waiter
-	// Queued is how many owners wait in the queue in all, Waiters and
-	// those after them.
+	// Queued is how many owners the queue has in all, Waiters and those
+	// after them.
 	Queued int64
 	// WriterWaiting is an RWMutex's writer that waits, whose mark keeps
 	// new readers out (see RWMutex); zero when none waits. A writer that
@@ -520,7 +520,8 @@ func leasedHolds(reply []any) (map[string]LeasedHold, error) {
 }
 
 // Inspect reads the state of key's name without changing it: the lock's
-// holds and the holders of the semaphore of the same name.
+// holds, who waits for it, and the holders of the semaphore of the same
+// name.
 func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
 	keys := []string{key.Lock, key.Fence, key.Readers(), key.ReadLeases(), key.Permits(), key.PermitLeases(), key.Queue, key.QueueDeadlines, key.WriterWaiting()}
 	reply, err := n.calls.run(ctx, lua.Inspect, keys, InspectWaiters).Slice()

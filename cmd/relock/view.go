@@ -357,10 +357,12 @@ func (v lockView) writeNodes(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s (%s)\t-\t%s\t%d\n", n.Node, n.Addr, n.Writer.Owner, what, formatTTL(n.Writer.TTLms), n.Fence)
 		}
-		for i, w := range n.Queue {
-			place := "waits, " + ordinal(i+1)
-			if v.holds(w.Owner) {
-				place = "holds; left in queue"
+		waiting := 0
+		for _, w := range n.Queue {
+			place := "holds; left in queue"
+			if !v.holds(w.Owner) {
+				waiting++
+				place = "waits, " + ordinal(waiting)
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s (%s)\t-\t%s\t%d\n", n.Node, n.Addr, w.Owner, place, formatTTL(w.TTLms), n.Fence)
 		}

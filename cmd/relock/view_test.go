@@ -284,11 +284,11 @@ writer waiting: wr (marked on 1 node of 3; new readers wait behind it)`
 		}
 	}
 	// The holder's entry left in a queue: not waiting, marked in its row.
-	states[0].Info.Waiters = append(states[0].Info.Waiters, waiter("a", 2*time.Second, 3*time.Second))
+	states[0].Info.Waiters = append([]reentrant.Waiter{waiter("a", -time.Second, 3*time.Second)}, states[0].Info.Waiters...)
 	states[1].Info.WriterWaiting = reentrant.Waiter{Owner: "a", TTL: time.Second}
 	v = newLockView("job", states, 2, 0)
 	table := tableOf(t, v.writeNodes)
-	if len(v.Waiting) != 2 || !strings.Contains(table, "a (holds; left in queue)  -      3s") || !strings.Contains(table, "a (holds; mark left)") {
+	if len(v.Waiting) != 2 || !strings.Contains(table, "a (holds; left in queue)  -      3s") || !strings.Contains(table, "a (holds; mark left)") || !strings.Contains(table, "w2 (waits, 1st)") {
 		t.Errorf("holder's entry and mark: waiting %+v\n%s", v.Waiting, table)
 	}
 	if s := v.summary(); strings.Contains(s, "writer waiting: a") || !strings.Contains(s, "writer waiting: wr") {
