@@ -170,14 +170,18 @@ func TestReplicatedModeOverAQuorumOfGroups(t *testing.T) {
 }
 
 // replicatedLease is the lease of the replicated mode's tests: 10 node
-// timeouts of 500 ms, so that a WAIT may take 400 ms (ReplicaTimeout) on a
-// loaded machine before an acknowledged write counts as not acknowledged.
-const replicatedLease = 5 * time.Second
+// timeouts of 1 s. A WAIT may take 400 ms (ReplicaTimeout) on a loaded
+// machine before an acknowledged write counts as not acknowledged; one
+// that no replica can acknowledge takes all of it, and its round trip
+// must still end within the node timeout for the test to see why the
+// write failed. With 500 ms, on CI beside a second test run, it did not
+// (2026-11-29: "node did not answer in time" instead of ErrNotReplicated).
+const replicatedLease = 10 * time.Second
 
 // replicatedOptions are the options of the replicated mode's tests over
 // the given failover clients.
 func replicatedOptions[C redis.UniversalClient](replicas int, nodes ...C) lock.Options {
-	o := lock.Options{Nodes: universal(nodes...), Lease: replicatedLease, NodeTimeout: 500 * time.Millisecond, Replicas: replicas}
+	o := lock.Options{Nodes: universal(nodes...), Lease: replicatedLease, NodeTimeout: time.Second, Replicas: replicas}
 	if replicas > 0 {
 		o.ReplicaTimeout = 400 * time.Millisecond
 	}
