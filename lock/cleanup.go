@@ -65,6 +65,12 @@ type cleanup struct {
 
 	repair   *hold     // write the holder's count back on the node, once
 	repairBy time.Time // or give up then: the next renewal asks again
+	// fillIn: the repair is a fill-in (see fillInLater): sent again, with
+	// backoff, while another owner's hold refuses it, until repairBy. It
+	// carries the owner's ticket, so that it takes the owner out of the
+	// node's queue where its acquisition was refused with it.
+	fillIn bool
+	ticket int64
 
 	due time.Time
 	// once: the release goes out once more before it may expire (it is new,
@@ -179,7 +185,36 @@ func (c *Client) repairLater(h *hold, nodes []int, by time.Time) {
 		w := c.cleaners[node]
 		w.mu.Lock()
 		e := w.entry(h.key.Lock, h.owner, h.kind.mode)
+		e.repair, e.repairBy, e.fillIn, e.ticket = h, later(e.repairBy, by), false, 0
+		w.mu.Unlock()
+		w.start()
+	}
+}
+
+// fillInLater writes h's hold on the given nodes, where another owner's
+// hold refused the acquisition that won the quorum, once that hold is gone:
+// the acquisition followed a hand-off, or kept the tie-breaker, so the
+// owner it met there is the releaser whose release is still on its way, or
+// a contender whose undo is. Without it the new holder would hold one node
+// short of every node until its first renewal's repair, a third of a
+// lease later, and a node failing meanwhile would cost it the lock. The
+// first try goes after cleanupFirstRetry, and a refused one is tried again
+// with the clean-ups' backoff until by, when the renewal takes over.
+//
+// ticket is the Lock call's place in the queue: the acquisition, refused
+// there with it, registered the owner there.
+func (c *Client) fillInLater(h *hold, nodes []int, by time.Time, ticket int64) {
+	for _, node := range nodes {
+		w := c.cleaners[node]
+		w.mu.Lock()
+		e := w.entry(h.key.Lock, h.owner, h.kind.mode)
+		if e.repair == nil {
+			e.fillIn, e.ticket = true, ticket
+		}
 		e.repair, e.repairBy = h, later(e.repairBy, by)
+		if e.release.Owner == "" {
+			e.due = e.due.Add(cleanupFirstRetry) // the release it waits for is a round trip away
+		}
 		w.mu.Unlock()
 		w.start()
 	}
@@ -241,6 +276,13 @@ func releasesOf(owner string) string { return owner + "/" }
 
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
 		return b
 	}
 	return a

@@ -23,6 +23,7 @@ type item struct {
 	gen    int
 	undo   *reentrant.Change // the release to send, if any
 	repair *hold             // the holder to write back, if any
+	ticket int64             // the repair's ticket: a fill-in's (see fillInLater)
 
 	rel, rep   int  // their index in the round's changes; -1 when not sent
 	repairBusy bool // the owner had an operation on the wire: try again soon
@@ -99,7 +100,7 @@ func (w *cleaner) take(now time.Time) (round []item, next time.Time, more bool) 
 			delete(w.pending, k)
 			continue
 		}
-		it := item{key: k, e: e, gen: e.gen, repair: e.repair, rel: -1, rep: -1}
+		it := item{key: k, e: e, gen: e.gen, repair: e.repair, ticket: e.ticket, rel: -1, rep: -1}
 		if e.release.Owner != "" && !(e.late != nil && e.undoneEarly) {
 			it.undo = w.releaseChange(e.release)
 		}
@@ -137,6 +138,7 @@ func (w *cleaner) send(ctx context.Context, round []item) []reentrant.ChangeResu
 			continue
 		}
 		op, ok, busy := it.repair.repairOp(w.node)
+		op.Ticket = it.ticket
 		it.repairBusy = busy
 		if ok {
 			it.rep = len(changes)
@@ -158,11 +160,15 @@ func (w *cleaner) send(ctx context.Context, round []item) []reentrant.ChangeResu
 func (w *cleaner) settle(round []item, results []reentrant.ChangeResult) {
 	now := time.Now()
 	repaired := 0
+	var filled []*hold
 	w.mu.Lock()
 	defer func() {
 		w.mu.Unlock()
 		if repaired > 0 {
 			w.c.opts.Logger.Info("relock: repaired locks on a node that had lost them", "node", w.node, "locks", repaired)
+		}
+		for _, h := range filled {
+			h.dequeued(w.node) // the fill-in took it out of the queue there
 		}
 	}()
 	for _, it := range round {
@@ -188,10 +194,26 @@ func (w *cleaner) settle(round []item, results []reentrant.ChangeResult) {
 			// taken by another owner meanwhile, no longer held, or failed):
 			// the next renewal that finds the node without the lock asks
 			// again. Retrying here would take the owner's opMu again and
-			// again, and starve the renewals that need it.
-			e.repair = nil
-			if it.rep >= 0 && results[it.rep].Err == nil && results[it.rep].Acquisition.Acquired {
-				repaired++
+			// again, and starve the renewals that need it. A fill-in is
+			// the exception: the hold refusing it is on its way out, and
+			// its tries are bounded in time (see fillInLater).
+			var r reentrant.ChangeResult
+			if it.rep >= 0 {
+				r = results[it.rep]
+			}
+			switch {
+			case it.rep >= 0 && r.Err == nil && r.Acquisition.Acquired:
+				if e.fillIn {
+					w.c.stats.filledIn.Add(1)
+					filled = append(filled, e.repair)
+				} else {
+					repaired++
+				}
+				e.repair, e.fillIn, e.ticket = nil, false, 0
+			case e.fillIn && it.rep >= 0 && r.Err == nil && !r.Acquisition.Stale:
+				retry = true // another owner's hold is still there
+			default:
+				e.repair, e.fillIn, e.ticket = nil, false, 0
 			}
 		}
 		if e.idle() {
@@ -246,7 +268,7 @@ func (e *cleanup) expire(now time.Time) {
 		e.dropRelease()
 	}
 	if e.repair != nil && now.After(e.repairBy) {
-		e.repair = nil
+		e.repair, e.fillIn, e.ticket = nil, false, 0
 	}
 }
 

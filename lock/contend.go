@@ -73,7 +73,10 @@ import (
 //     tie-breaker orders), and a release there publishes for keepers only
 //     when that key exists. A target whose attempt overtook the release on
 //     some node keeps (it holds the tie-breaker), registered there, and
-//     that node's release wakes it. A plain hand-off thus costs one message
+//     that node's release wakes it; one that wins through the other nodes
+//     fills that node in once the release reaches it (Client.fillInLater),
+//     instead of holding one node short until its first renewal's repair.
+//     A plain hand-off thus costs one message
 //     where it cost one per node, each read by every subscribed process.
 //     The tie-breaker also keeps a handed-off lock for its target for a
 //     moment (reentrant.Op.TakesTurn): another waiting owner that asks

@@ -418,8 +418,12 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 		h.mu.Unlock()
 	}
 	h.c.attempted(ctx, h, op, only, a, call)
+	fillIn := false
 	switch {
 	case a.acquired:
+		// A hand-off's target, or a keeper, met the releaser (or an undoing
+		// contender) on a node its release has not reached yet.
+		fillIn = !reentry && (k.handOff || k.keeping)
 		k.keeping = false // what it kept is part of the hold now
 	case !reentry:
 		a.retryNow = k.settle(h.c, op, a, lease, woken)
@@ -468,7 +472,23 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	tie := tieReply(a, h.c.tieBreaker(h.key))
 	h.tieTaken = tie.err == nil && tie.value.Acquired
 	h.startHold(lease, renewed, a.validUntil)
+	if refused := refusedBy(a); fillIn && len(refused) > 0 {
+		// Until the first renewal, whose repair takes over from there.
+		h.c.fillInLater(h, refused, earlier(a.validUntil, time.Now().Add(lease/3)), op.Ticket)
+	}
 	return true, a, nil
+}
+
+// refusedBy returns the nodes where another owner's hold refused the
+// attempt a.
+func refusedBy(a attempt) []int {
+	var nodes []int
+	for _, r := range a.replies {
+		if r.err == nil && !r.value.Acquired && !r.value.Stale && !r.value.Missing {
+			nodes = append(nodes, r.node)
+		}
+	}
+	return nodes
 }
 
 // op builds the next operation of this owner, reserving n sequence numbers.

@@ -7,7 +7,7 @@ import (
 )
 
 // Stats is a snapshot of a Client's activity. Attempts, Acquired, WokenByPub,
-// WokenByTTL, Renewals and Losses are counters that only grow from New on;
+// WokenByTTL, Renewals, Losses and FilledIn are counters that only grow from New on;
 // HeldNow and Sleeping are gauges of this moment, and so are
 // Subscription.Channels and Subscription.Waiters (the other Subscription
 // fields are counters).
@@ -18,6 +18,7 @@ type Stats struct {
 	WokenByTTL   uint64 // waits ended by the holder's lease running out, or a retry delay
 	Renewals     uint64 // locks renewed by the watchdog
 	Losses       uint64 // holds reported lost
+	FilledIn     uint64 // nodes a new hold was written on after its acquisition, refused there by a release still on its way
 	HeldNow      int    // handles holding a lock right now
 	Sleeping     int    // Lock calls asleep right now, waiting for a release
 	Subscription pubsub.Stats
@@ -25,8 +26,8 @@ type Stats struct {
 
 // counters are the Client's live counters behind Stats.
 type counters struct {
-	attempts, acquired, wokenByPub, wokenByTTL, renewals, losses atomic.Uint64
-	sleeping                                                     atomic.Int64
+	attempts, acquired, wokenByPub, wokenByTTL, renewals, losses, filledIn atomic.Uint64
+	sleeping                                                               atomic.Int64
 }
 
 // Stats returns a snapshot of the Client's counters.
@@ -41,6 +42,7 @@ func (c *Client) Stats() Stats {
 		WokenByTTL:   c.stats.wokenByTTL.Load(),
 		Renewals:     c.stats.renewals.Load(),
 		Losses:       c.stats.losses.Load(),
+		FilledIn:     c.stats.filledIn.Load(),
 		HeldNow:      held,
 		Sleeping:     int(c.stats.sleeping.Load()),
 		Subscription: c.broker.Stats(),
