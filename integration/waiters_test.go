@@ -228,7 +228,8 @@ func testCLIInspectShowsWaiters(t *testing.T, cli relockCLI) {
 // them all, leaves out a fair lock's entries whose deadline passed (from
 // the count too) and gives each its time left; foreign data at the queue,
 // its deadlines or the writer's mark is an error naming that key, and the
-// read changes nothing.
+// read changes nothing. InspectHolds (IsLocked, TTL, ForceUnlock) reads no
+// queue key, so such data does not stop it.
 func TestReentrantInspectReadsTheQueue(t *testing.T) {
 	node, direct := singleNode(t)
 	ctx := t.Context()
@@ -279,7 +280,26 @@ func TestReentrantInspectReadsTheQueue(t *testing.T) {
 		require.ErrorAs(t, err, &wt, "foreign data at %s", foreignKey)
 		require.Equal(t, foreignKey, wt.Key)
 		require.Equal(t, map[string]string{"someone": "else"}, direct.HGetAll(ctx, foreignKey).Val(), "left as it was")
-		require.NoError(t, direct.Del(ctx, foreignKey).Err())
+
+		// Reading the holds alone leaves those keys unread: a hold there
+		// is read, and ForceUnlock frees it.
+		held := reentrant.Op{Key: other, Owner: "c:h", Lease: 30 * time.Second, Count: 1, Seq: 1}
+		a, err := node.Acquire(ctx, held)
+		require.NoError(t, err)
+		require.True(t, a.Acquired)
+		holds, err := node.InspectHolds(ctx, other)
+		require.NoError(t, err, "foreign data at %s", foreignKey)
+		require.Equal(t, map[string]int64{"c:h": 1}, holds.Holders)
+		freed, err := node.ForceUnlock(ctx, other, "operator/1", 1)
+		require.NoError(t, err, "foreign data at %s", foreignKey)
+		require.True(t, freed)
+		require.Equal(t, map[string]string{"someone": "else"}, direct.HGetAll(ctx, foreignKey).Val(), "left as it was")
+		require.NoError(t, direct.Del(ctx, foreignKey, other.Tombstone("c:h")).Err())
 	}
 	require.Equal(t, int64(owners), direct.ZCard(ctx, key.Queue).Val(), "the reads changed nothing")
+
+	holds, err := node.InspectHolds(ctx, key)
+	require.NoError(t, err)
+	require.Zero(t, holds.Queued, "the holds alone: the queue unread")
+	require.Empty(t, holds.Waiters)
 }

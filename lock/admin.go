@@ -27,6 +27,12 @@ type NodeState struct {
 
 // Inspect reads the lock named name on every node, without changing it.
 func (c *Client) Inspect(ctx context.Context, name string) ([]NodeState, error) {
+	return c.inspect(ctx, name, (*reentrant.Node).Inspect)
+}
+
+// inspect reads the lock named name on every node with read: all of it
+// (Node.Inspect), or its holds alone (Node.InspectHolds).
+func (c *Client) inspect(ctx context.Context, name string, read func(*reentrant.Node, context.Context, reentrant.Key) (reentrant.Info, error)) ([]NodeState, error) {
 	key, err := c.keyFor(name)
 	if err != nil {
 		return nil, err
@@ -39,7 +45,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeState, error) 
 		return nil, err
 	}
 	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (reentrant.Info, error) {
-		return n.Inspect(ctx, key)
+		return read(n, ctx, key)
 	})
 	states, tie := make([]NodeState, len(replies)), c.tieBreaker(key)
 	for i, r := range replies {
@@ -65,10 +71,11 @@ func (c *Client) TTL(ctx context.Context, name string) (time.Duration, error) {
 	return ttl, err
 }
 
-// readQuorum reads the lock on every node: held when one owner has it on a
-// quorum, with the lease a quorum of that owner's copies still covers.
+// readQuorum reads the lock's holds on every node (not who waits: IsLocked
+// and TTL may be polled): held when one owner has it on a quorum, with the
+// lease a quorum of that owner's copies still covers.
 func (c *Client) readQuorum(ctx context.Context, name string) (time.Duration, bool, error) {
-	states, err := c.Inspect(ctx, name)
+	states, err := c.inspect(ctx, name, (*reentrant.Node).InspectHolds)
 	if err != nil {
 		return 0, false, err
 	}

@@ -282,10 +282,11 @@ type Waiter struct {
 
 // Waiters returns the owners in the lock's wait queues on the nodes whose
 // states Inspect returned, in the order releases hand the lock on: by when
-// each began to wait (its ticket, by which every node orders its queue),
-// then by owner. A Mutex's and a FairMutex's waiters queue on the name's
-// tie-breaker (NodeState's TieBreaker), and a Mutex's, refused elsewhere
-// with their ticket, there too. Each node reads the first
+// each began to wait (its ticket, by which every node orders its queue;
+// the tie-breaker's where nodes differ), then by owner. Waiters queue on
+// the name's tie-breaker (NodeState's TieBreaker), which hands the lock
+// on; an attempt refused on another node with its ticket also registers
+// its waiter there (a Mutex's and a FairMutex's alike). Each node reads the first
 // reentrant.InspectWaiters of its queue (Info.Queued counts them all).
 //
 // The owner that holds the lock on quorum of the nodes (QuorumHolder) is
@@ -305,6 +306,11 @@ func Waiters(states []NodeState, quorum int) []Waiter {
 			}
 			if seen, ok := byOwner[w.Owner]; ok {
 				seen.Nodes++
+				if s.TieBreaker {
+					// Its place in the queue the lock goes by (an entry
+					// left elsewhere may keep an older ticket).
+					seen.Since = w.Since
+				}
 				continue
 			}
 			byOwner[w.Owner] = &Waiter{Owner: w.Owner, Since: w.Since, Nodes: 1}

@@ -186,4 +186,13 @@ func TestWaitersInTheOrderTheLockGoesToThem(t *testing.T) {
 	if got := Waiters(states, 4); len(got) != 4 {
 		t.Errorf("Waiters with a holding a minority = %+v; want all four", got)
 	}
+
+	// Where the nodes disagree on a ticket (an older entry left on one),
+	// the tie-breaker's, which hands the lock on, places the owner.
+	differ := []NodeState{queue(0, w("e", 1), w("f", 5)), queue(1, w("e", 9), w("f", 5))}
+	differ[1].TieBreaker = true
+	want = []Waiter{{Owner: "f", Since: at(5), Nodes: 2}, {Owner: "e", Since: at(9), Nodes: 2}}
+	if got := Waiters(differ, 2); !slices.Equal(got, want) {
+		t.Errorf("Waiters with tickets that differ = %+v; want %+v", got, want)
+	}
 }

@@ -469,9 +469,9 @@ type Info struct {
 	// none is recorded.
 	Capacity int64
 	// Waiters are the first owners (at most InspectWaiters) in the lock's
-	// wait queue here, in the order a release hands the lock on. A
-	// Mutex's and a FairMutex's waiters queue on the name's tie-breaker
-	// node (and a Mutex's, refused there with a ticket, on others).
+	// wait queue here, in the order a release hands the lock on. Waiters
+	// queue on the name's tie-breaker node; an attempt refused on another
+	// node with its ticket also registers its waiter there.
 	Waiters []Waiter
 	// Queued is how many owners the queue has in all, Waiters and those
 	// after them.
@@ -523,8 +523,22 @@ func leasedHolds(reply []any) (map[string]LeasedHold, error) {
 // holds, who waits for it, and the holders of the semaphore of the same
 // name.
 func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
+	return n.inspect(ctx, key, InspectWaiters)
+}
+
+// InspectHolds is Inspect without who waits: Waiters, Queued and
+// WriterWaiting stay empty, and the script leaves the queue's keys and the
+// writer's mark unread (nor does foreign data there fail it). For callers
+// that want the holds alone, and may poll: IsLocked, TTL, ForceUnlock.
+func (n *Node) InspectHolds(ctx context.Context, key Key) (Info, error) {
+	return n.inspect(ctx, key, 0)
+}
+
+// inspect runs inspect.lua, reading the first waiters owners of the queue
+// (none, and no queue key, when 0).
+func (n *Node) inspect(ctx context.Context, key Key, waiters int) (Info, error) {
 	keys := []string{key.Lock, key.Fence, key.Readers(), key.ReadLeases(), key.Permits(), key.PermitLeases(), key.Queue, key.QueueDeadlines, key.WriterWaiting()}
-	reply, err := n.calls.run(ctx, lua.Inspect, keys, InspectWaiters).Slice()
+	reply, err := n.calls.run(ctx, lua.Inspect, keys, waiters).Slice()
 	if err != nil {
 		return Info{}, n.scriptError(key, err)
 	}
@@ -573,7 +587,7 @@ func (n *Node) Inspect(ctx context.Context, key Key) (Info, error) {
 func (n *Node) ForceUnlock(ctx context.Context, key Key, releaseID string, nodes int) (bool, error) {
 	sem := key.Semaphore()
 	for try := 1; ; try++ {
-		info, err := n.Inspect(ctx, key)
+		info, err := n.InspectHolds(ctx, key)
 		if err != nil {
 			return false, err
 		}

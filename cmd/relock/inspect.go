@@ -30,8 +30,8 @@ the capacity the holders gave, which the nodes record, unless --permits
 gives it. Who waits is shown too: the owners in the lock's wait queue, in
 the order the lock goes to them, each with when its Lock began to wait (by
 its own clock) and, per node, how long its entry stays unless it asks
-again; the queue is kept on the name's tie-breaker node (a Mutex's
-waiters refused elsewhere queue there too). An RWMutex's waiting writer,
+again; the queue is kept on the name's tie-breaker node (an attempt
+refused on another node with its ticket registers its waiter there too). An RWMutex's waiting writer,
 which new readers wait behind, is marked (writer waits). Exit status 4 when fewer than a quorum could be read:
 the lock's state is then unknown.
 

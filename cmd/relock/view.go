@@ -210,9 +210,9 @@ func (v lockView) nodesWith(has func(nodeOut) bool) int {
 	return n
 }
 
-// summary is a line on the lock as a quorum sees it, and one on the
-// semaphore of the same name when any node has its permits (that line
-// alone when no node has the lock).
+// summary is a line on the lock as a quorum sees it, one on the semaphore
+// of the same name when any node has its permits (that line alone when no
+// node has the lock), then the lines on who waits (see waitSummary).
 func (v lockView) summary() string {
 	if !v.known() {
 		return fmt.Sprintf("lock %q: unknown: %d of %d nodes answered, %d needed", v.Name, v.Answered, len(v.Nodes), v.Quorum)
