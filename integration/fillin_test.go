@@ -61,9 +61,12 @@ func TestHandOffTargetFillsInTheNodeTheReleaseHadNotReached(t *testing.T) {
 	}
 	gotAt := time.Now()
 	for _, i := range []int{tie, (tie + 2) % 3} {
-		n, ok := holdOn(i, name, target.Owner())
-		require.True(t, ok)
-		require.Equal(t, int64(1), n, "the target holds node %d", i)
+		// At once, unless the target's attempt overtook the holder's
+		// release there too: then the fill-in writes it shortly.
+		require.Eventually(t, func() bool {
+			n, ok := holdOn(i, name, target.Owner())
+			return ok && n == 1
+		}, 5*time.Second, 5*time.Millisecond, "the target holds node %d", i)
 	}
 
 	// While the other owner is there, the target's tries change nothing.
@@ -79,7 +82,7 @@ func TestHandOffTargetFillsInTheNodeTheReleaseHadNotReached(t *testing.T) {
 	filled := time.Since(gotAt)
 	t.Logf("the target held node %d %v after its Lock returned", late, filled.Round(time.Millisecond))
 	require.Less(t, filled, lock.DefaultLease/3, "written by the renewal, not the fill-in")
-	require.Equal(t, uint64(1), clients[0].Stats().FilledIn)
+	require.NotZero(t, clients[0].Stats().FilledIn)
 	require.Equal(t, uint64(0), holderClient.Stats().FilledIn, "the plain Lock refused on a node filled it in")
 	require.Empty(t, queueOn(t, late, name), "the fill-in took the target out of the queue there")
 
