@@ -33,7 +33,7 @@
 #   fencing-bug: counter fencing tokens, no crash, drawToken counting a
 #               node that had the token already as storing it (before
 #               its fix): P4 violated, with SPIN's trail;
-#   fencing-full: counter fencing tokens, no crash, P3's ghost out
+#   fencing-full: (only with LARGE=1 or ONLY=fencing-full) counter fencing tokens, no crash, P3's ghost out
 #               (-DNOP3), -DSYMM, states compressed, 20 GB: exhaustive,
 #               0 errors (P4, with P1 and P2);
 #   renew-both: (only with BOTH=1 or ONLY=renew-both: 15 min alone) both
@@ -45,10 +45,15 @@
 # up to three times that in the machine's slow state with other work
 # beside it. Memory: see model/README.md's table (renew-a, the largest of
 # them, about 7.4 GB; two at once at most 14 GB; the machine has 24 GB).
-# fencing-full (15.4 GB) runs alone once they are done: 8 to 10 min on a
-# quiet machine. The reports are printed in the order above at the end.
-# LARGE=0 leaves fencing-full out; ONLY="NAME..." runs only the searches
-# named (ONLY=fencing-full: that one alone).
+# fencing-full (15.4 GB) runs only with LARGE=1, alone once they are
+# done: 8 to 10 min on a quiet machine, but on 2026-11-29 with a test run
+# beside it, it had stored 126 of its 153 million states after 40 min
+# (15,000 states/s, against 250,000 quiet): a 90-minute CI cannot bear a
+# search whose time varies that much, so CI runs the others (with the
+# seeded fencing bug: P4's check can fail) and fencing-full is run by
+# hand (`LARGE=1 bash model/check.sh`). The reports are printed in the
+# order above at the end. ONLY="NAME..." runs only the searches named
+# (ONLY=fencing-full: that one alone).
 # FINDINGS=1 also runs a search that does not complete (see
 # model/README.md), reported, not gated on:
 #   fencing:    counter tokens (P4), no crash, without -DNOP3 -DSYMM and
@@ -80,7 +85,8 @@ trap cleanup EXIT
 # machine's slow state, with a test run beside it, a 2-min search was still
 # going after 4 min (CI stopped it there on 2026-11-26). A search that runs
 # alone by ALONE_LIMIT, 50 minutes: fencing-full takes 8 to 10 min on a
-# quiet machine, about twice that in its slow state.
+# quiet machine, twice that in its slow state, and more than 50 min with
+# a test run beside it in that state (2026-11-29).
 LIMIT=${LIMIT:-1200}
 ALONE_LIMIT=${ALONE_LIMIT:-3000}
 # pan's memory bound (MB) per search.
@@ -136,7 +142,7 @@ if [ "${FINDINGS:-0}" = 1 ]; then
 	configs+=("fencing bfs -DFENCE -DCRASHES=0")
 	order+=(fencing)
 fi
-if [ "${LARGE:-1}" = 0 ]; then alone=(); fi
+if [ "${LARGE:-0}" = 0 ]; then alone=(); fi
 
 # has WORD LIST...: whether WORD is one of LIST.
 has() {
@@ -296,8 +302,8 @@ fi
 
 fail=0
 
-# ran NAME: whether the search NAME was run (every one unless LARGE=0 or
-# ONLY leaves it out).
+# ran NAME: whether the search NAME was run (every one but fencing-full
+# unless LARGE=1, and unless ONLY leaves it out).
 ran() {
 	has "$1" "${order[@]}" "${alone[@]}"
 }
