@@ -26,7 +26,7 @@ func TestReplicatedModeRefusesWhatAFailoverWouldLose(t *testing.T) {
 	ctx := testCtx(t, 90*time.Second)
 	g := sentinels.Groups[0]
 	newClient := func(replicas int) *lock.Client {
-		rdb := g.NewClient()
+		rdb := g.NewClient(replicaReads)
 		closeLater(t, rdb)
 		c := newLockClient(t, replicatedOptions(replicas, rdb))
 		warm(ctx, t, c)
@@ -180,6 +180,13 @@ const replicatedLease = 10 * time.Second
 
 // replicatedOptions are the options of the replicated mode's tests over
 // the given failover clients.
+// replicaReads gives a client of the replicated mode's tests a read timeout
+// well above their WAIT (ReplicaTimeout, 400 ms): a WAIT that no replica
+// answers takes all of it, and on a loaded machine the fixture's 500 ms left
+// too little for the round trip around it ("i/o timeout" instead of
+// ErrNotReplicated, 2026-11-29).
+func replicaReads(o *redis.FailoverOptions) { o.ReadTimeout = 2 * time.Second }
+
 func replicatedOptions[C redis.UniversalClient](replicas int, nodes ...C) lock.Options {
 	o := lock.Options{Nodes: universal(nodes...), Lease: replicatedLease, NodeTimeout: time.Second, Replicas: replicas}
 	if replicas > 0 {
