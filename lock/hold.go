@@ -472,9 +472,9 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	tie := tieReply(a, h.c.tieBreaker(h.key))
 	h.tieTaken = tie.err == nil && tie.value.Acquired
 	h.startHold(lease, renewed, a.validUntil)
-	if refused := refusedBy(a); fillIn && len(refused) > 0 {
+	if fillIn {
 		// Until the first renewal, whose repair takes over from there.
-		h.c.fillInLater(h, refused, earlier(a.validUntil, time.Now().Add(lease/3)), op.Ticket)
+		h.c.fillInLater(h, refusedBy(a), earlier(a.validUntil, time.Now().Add(lease/3)), op.Ticket)
 	}
 	return true, a, nil
 }
