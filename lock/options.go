@@ -116,10 +116,12 @@ type Options struct {
 	// A positive value is a fixed timeout instead, the same for every node
 	// and every call; Lease must then be at least 10 × NodeTimeout.
 	//
-	// Either way, Unlock waits for a node 4 times as long as an acquire
-	// does, since a release has no validity to protect (adaptive: at most
-	// the larger of Lease/10 and 4 floors; 3 s at the default lease), and
-	// keeps retrying nodes that still did not answer in the background.
+	// Unlock waits longer for a node than an acquire does, since a release
+	// has no validity to protect: adaptive, a tenth of the lease (at least
+	// 4 floors; 3 s at the default lease, go-redis's own read timeout),
+	// whatever the estimate; fixed, 4 × NodeTimeout. Renewal batches wait
+	// as long. It keeps retrying nodes that still did not answer in the
+	// background.
 	// Once a quorum of nodes has agreed (taken the lock, found the hold),
 	// the others are waited for only as long as their usual round trips
 	// call for, not the backed-off timeout: a dead node of a minority does

@@ -10,9 +10,10 @@ import (
 	"github.com/relock-go/relock/reentrant"
 )
 
-// releasePatience is how many times a node's acquire timeout a release
-// waits for it: a release has no validity to protect, and an Unlock that
-// reports failure for a node that was merely slow is a false alarm.
+// releasePatience is how many times a fixed NodeTimeout a release waits
+// for a node, and how many adaptive floors at least: a release has no
+// validity to protect, and an Unlock that reports failure for a node that
+// was merely slow is a false alarm.
 const releasePatience = 4
 
 // callKind says what a fan-out is waiting for.
@@ -21,7 +22,7 @@ type callKind int
 const (
 	// kindAcquire: acquires and reads. Bounded by the validity rule.
 	kindAcquire callKind = iota
-	// kindRelease: releases, which wait releasePatience times longer.
+	// kindRelease: releases, which wait longer (see nodeWaits.wait).
 	kindRelease
 	// kindRenew: renewal batches, which wait as long as a release. A
 	// renewal's validity counts from its start, so a longer wait only
@@ -90,9 +91,14 @@ func (w *nodeWaits) wait(node int, kind callKind, lease time.Duration) (time.Dur
 	timeout, token := w.est[node].Timeout()
 	ceiling := ceilingFor(lease, w.floor)
 	if kind != kindAcquire {
-		// At most a tenth of the lease, but at least releasePatience floors
-		// so short leases keep some patience too.
-		return min(releasePatience*timeout, max(ceiling, releasePatience*w.floor)), token
+		// A tenth of the lease, as long as an acquire's longest wait, and
+		// at least releasePatience floors so short leases keep some
+		// patience too. Not a multiple of the estimate: it follows the
+		// node's usual round trips, not the stalls of a loaded machine
+		// (a loopback node at the 100 ms floor was seen not to answer for
+		// 800 ms beside a test run), and a release that gives up early
+		// gains nothing but a false failure.
+		return max(ceiling, releasePatience*w.floor), token
 	}
 	return min(timeout, ceiling), token
 }

@@ -45,15 +45,18 @@ func TestWaitsAdaptiveDefaults(t *testing.T) {
 	if d, _ := w.wait(0, kindAcquire, lease); d != NodeTimeoutFloor {
 		t.Fatalf("acquire wait of a fast node = %v; want the floor %v", d, NodeTimeoutFloor)
 	}
-	if d, _ := w.wait(0, kindRelease, lease); d != releasePatience*NodeTimeoutFloor {
-		t.Fatalf("release wait of a fast node = %v; want %v", d, releasePatience*NodeTimeoutFloor)
+	if d, _ := w.wait(0, kindRelease, lease); d != lease/10 {
+		t.Fatalf("release wait of a fast node = %v; want lease/10 = %v, not a multiple of its round trip", d, lease/10)
+	}
+	if d, _ := w.wait(0, kindRenew, lease); d != lease/10 {
+		t.Fatalf("renewal wait of a fast node = %v; want lease/10 = %v", d, lease/10)
 	}
 	w.est[1].Sample(150 * time.Millisecond) // 150 + 4·75 ms
 	if d, _ := w.wait(1, kindAcquire, lease); d != 450*time.Millisecond {
 		t.Fatalf("acquire wait of a 150ms node = %v; want 450ms", d)
 	}
-	if d, _ := w.wait(1, kindRelease, lease); d != 1800*time.Millisecond {
-		t.Fatalf("release wait of a 150ms node = %v; want 1.8s", d)
+	if d, _ := w.wait(1, kindRelease, lease); d != lease/10 {
+		t.Fatalf("release wait of a 150ms node = %v; want lease/10 = %v", d, lease/10)
 	}
 	// An explicit short lease lowers the ceiling of its own calls.
 	if d, _ := w.wait(1, kindAcquire, 2*time.Second); d != 200*time.Millisecond {

@@ -22,10 +22,11 @@ import (
 // every hold).
 //
 // The release is sent even when ctx has already ended (a deferred Unlock
-// after a timeout must not leave the lock held). Each node is waited for 4
-// times as long as an acquire would wait for it (see Options.NodeTimeout):
-// a release has no validity to protect, so Unlock does not report a node
-// that was merely slow as failed.
+// after a timeout must not leave the lock held). Each node is waited for
+// longer than an acquire would wait for it (a tenth of the lease, or 4 ×
+// a fixed NodeTimeout; see Options.NodeTimeout): a release has no validity
+// to protect, so Unlock does not report a node that was merely slow as
+// failed. Once a quorum has confirmed, the others get their usual wait.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.unlock(ctx) }
 
 // unlock is Unlock for every kind of hold: one hold fewer.
