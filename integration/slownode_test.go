@@ -233,3 +233,34 @@ func TestManyClientsDefaultOptions(t *testing.T) {
 	require.Empty(t, errs, "no Lock or Unlock fails: %v", errors.Join(errs...))
 	require.Positive(t, cycled.Load())
 }
+
+// TestUnlockWaitsOutAStalledNode: a node whose answers taught the Client
+// the 100 ms floor stalls for 800 ms (CLIENT PAUSE) just as Unlock goes
+// out, as a loopback node was seen to on two loaded cores. Unlock, with
+// default options and go-redis's default client, waits it out and
+// releases: a release waits a tenth of the lease, not a multiple of the
+// node's usual round trip (4 × 100 ms ran out before the node answered).
+func TestUnlockWaitsOutAStalledNode(t *testing.T) {
+	reset(t)
+	rdb := defaultClients(t, 1)[0]
+	lc, err := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lc.Close() })
+	ctx := ctxFor(t, 20*time.Second)
+	m := lc.NewMutex("stalled-unlock")
+	for range 20 { // answers in ms: the node's estimate goes to the floor
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.Unlock(ctx))
+	}
+	require.NoError(t, m.Lock(ctx))
+
+	const stall = 800 * time.Millisecond
+	end := time.Now().Add(stall)
+	require.NoError(t, cluster.Nodes[0].Direct().Do(ctx, "CLIENT", "PAUSE", stall.Milliseconds(), "ALL").Err())
+	t.Cleanup(func() { time.Sleep(time.Until(end)) })
+	start := time.Now()
+	require.NoError(t, m.Unlock(ctx), "Unlock waits for a node that stalled for %v", stall)
+	t.Logf("Unlock took %v across the %v stall", time.Since(start).Round(time.Millisecond), stall)
+	require.Zero(t, m.HoldCount())
+	requireFree(t, 1, "stalled-unlock", 2*time.Second)
+}
