@@ -232,18 +232,25 @@ func (v lockView) summary() string {
 // an RWMutex's waiting writer, each only when there is one.
 func (v lockView) waitSummary() []string {
 	var lines []string
-	if len(v.Waiting) > 0 {
-		waiters := make([]string, len(v.Waiting))
-		for i, w := range v.Waiting {
-			waiters[i] = fmt.Sprintf("%s (since %s, queued on %s)", w.Owner, w.Since.Format(sinceLayout), plural(int64(w.Nodes), "node"))
-		}
-		line := fmt.Sprintf("waiting: %s, in the order the lock goes to them: %s", plural(int64(len(v.Waiting)), "owner"), strings.Join(waiters, ", "))
-		unread := int64(0) // entries past those a node's read returned
-		for _, n := range v.Nodes {
-			unread = max(unread, n.Queued-int64(len(n.Queue)))
-		}
-		if unread > 0 {
-			line += fmt.Sprintf(", and at least %d more", unread)
+	unread := int64(0) // entries past those a node's read returned
+	for _, n := range v.Nodes {
+		unread = max(unread, n.Queued-int64(len(n.Queue)))
+	}
+	if len(v.Waiting) > 0 || unread > 0 {
+		var line string
+		if len(v.Waiting) > 0 {
+			waiters := make([]string, len(v.Waiting))
+			for i, w := range v.Waiting {
+				waiters[i] = fmt.Sprintf("%s (since %s, queued on %s)", w.Owner, w.Since.Format(sinceLayout), plural(int64(w.Nodes), "node"))
+			}
+			line = fmt.Sprintf("waiting: %s, in the order the lock goes to them: %s", plural(int64(len(v.Waiting)), "owner"), strings.Join(waiters, ", "))
+			if unread > 0 {
+				line += fmt.Sprintf(", and at least %d more", unread)
+			}
+		} else {
+			// A fair queue whose first entries read had all ended (the next
+			// release drops them) still counts the live ones after them.
+			line = fmt.Sprintf("waiting: at least %s, none among the queue's first entries read", plural(unread, "owner"))
 		}
 		if len(v.Nodes) > 1 {
 			line += fmt.Sprintf("; the queue is on the tie-breaker, node %d", v.TieBreaker)

@@ -294,6 +294,13 @@ writer waiting: wr (marked on 1 node of 3; new readers wait behind it)`
 	if s := v.summary(); strings.Contains(s, "writer waiting: a") || !strings.Contains(s, "writer waiting: wr") {
 		t.Errorf("the holder's mark is no writer waiting: %q", s)
 	}
+	// Live entries only past those read (a fair queue's first 1,000 had
+	// all ended): still a line, with how many.
+	far := threeNodes()
+	far[1].TieBreaker, far[1].Info.Queued = true, 4
+	if s, want := newLockView("job", far, 2, 0).summary(), "waiting: at least 4 owners, none among the queue's first entries read; the queue is on the tie-breaker, node 1"; !strings.Contains(s, want) {
+		t.Errorf("summary with only unread waiters:\n%s\nwant a line %q", s, want)
+	}
 	// No one waits: no line, no rows.
 	if s := newLockView("job", threeNodes(), 2, 0).summary(); strings.Contains(s, "wait") {
 		t.Errorf("summary with no waiter: %q", s)
