@@ -264,3 +264,46 @@ func TestUnlockWaitsOutAStalledNode(t *testing.T) {
 	require.Zero(t, m.HoldCount())
 	requireFree(t, 1, "stalled-unlock", 2*time.Second)
 }
+
+// TestInspectWaitsOutAStalledNode: an operator's read shows every node's
+// state, so Inspect and List wait for a stalled node as Unlock does, on 3
+// masters whose other two answered at once: the node that stalled for
+// 800 ms is read, not reported unreachable (a fresh relock CLI on a loaded
+// machine showed a node "did not answer in time" after ~100 ms).
+func TestInspectWaitsOutAStalledNode(t *testing.T) {
+	reset(t)
+	lc, err := lock.New(lock.Options{Nodes: defaultClients(t, 3)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lc.Close() })
+	ctx := ctxFor(t, 20*time.Second)
+	m := lc.NewMutex("stalled-inspect")
+	for range 20 { // answers in ms: the nodes' estimates go to the floor
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.Unlock(ctx))
+	}
+	require.NoError(t, m.Lock(ctx))
+	defer func() { require.NoError(t, m.Unlock(ctx)) }()
+
+	const stall = 800 * time.Millisecond
+	pause := func() {
+		end := time.Now().Add(stall)
+		require.NoError(t, cluster.Nodes[0].Direct().Do(ctx, "CLIENT", "PAUSE", stall.Milliseconds(), "ALL").Err())
+		t.Cleanup(func() { time.Sleep(time.Until(end)) })
+	}
+	pause()
+	start := time.Now()
+	states, err := lc.Inspect(ctx, "stalled-inspect")
+	require.NoError(t, err)
+	t.Logf("Inspect took %v across the %v stall", time.Since(start).Round(time.Millisecond), stall)
+	for _, s := range states {
+		require.NoError(t, s.Err, "node %d is read, not reported unreachable", s.Node)
+		require.Equal(t, map[string]int64{m.Owner(): 1}, s.Info.Holders, "node %d", s.Node)
+	}
+
+	time.Sleep(time.Until(start.Add(stall)))
+	pause()
+	listing, err := lc.List(ctx, "stalled-*", 0)
+	require.NoError(t, err)
+	require.Empty(t, listing.Failed, "List reads the stalled node too")
+	require.Equal(t, []string{"stalled-inspect"}, listing.Names)
+}

@@ -26,13 +26,17 @@ type NodeState struct {
 }
 
 // Inspect reads the lock named name on every node, without changing it.
+// It waits for each node as long as Unlock does, and for every node alike
+// (not cut short once a quorum answered): a node it reports unreachable
+// did not answer for a tenth of the lease, or 4 × a fixed NodeTimeout.
 func (c *Client) Inspect(ctx context.Context, name string) ([]NodeState, error) {
-	return c.inspect(ctx, name, (*reentrant.Node).Inspect)
+	return c.inspect(ctx, name, kindSurvey, (*reentrant.Node).Inspect)
 }
 
-// inspect reads the lock named name on every node with read: all of it
-// (Node.Inspect), or its holds alone (Node.InspectHolds).
-func (c *Client) inspect(ctx context.Context, name string, read func(*reentrant.Node, context.Context, reentrant.Key) (reentrant.Info, error)) ([]NodeState, error) {
+// inspect reads the lock named name on every node with read, waiting as
+// kind says: all of it (Node.Inspect), or its holds alone
+// (Node.InspectHolds).
+func (c *Client) inspect(ctx context.Context, name string, kind callKind, read func(*reentrant.Node, context.Context, reentrant.Key) (reentrant.Info, error)) ([]NodeState, error) {
 	key, err := c.keyFor(name)
 	if err != nil {
 		return nil, err
@@ -44,7 +48,7 @@ func (c *Client) inspect(ctx context.Context, name string, read func(*reentrant.
 	if err := c.ident.check(ctx); err != nil {
 		return nil, err
 	}
-	replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (reentrant.Info, error) {
+	replies := fanOutFor(c, ctx, kind, c.opts.Lease, func(ctx context.Context, n *reentrant.Node) (reentrant.Info, error) {
 		return read(n, ctx, key)
 	})
 	states, tie := make([]NodeState, len(replies)), c.tieBreaker(key)
@@ -75,7 +79,7 @@ func (c *Client) TTL(ctx context.Context, name string) (time.Duration, error) {
 // and TTL may be polled): held when one owner has it on a quorum, with the
 // lease a quorum of that owner's copies still covers.
 func (c *Client) readQuorum(ctx context.Context, name string) (time.Duration, bool, error) {
-	states, err := c.inspect(ctx, name, (*reentrant.Node).InspectHolds)
+	states, err := c.inspect(ctx, name, kindAcquire, (*reentrant.Node).InspectHolds)
 	if err != nil {
 		return 0, false, err
 	}

@@ -60,6 +60,9 @@ var errNotAsked = fmt.Errorf("%w: node not asked", reentrant.ErrNotSent)
 func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.Duration, only, need int,
 	call func(context.Context, *reentrant.Node) (T, error)) []reply[T] {
 	n := len(c.nodes)
+	if kind == kindSurvey {
+		need = n // every node's answer is the outcome
+	}
 	start := time.Now()
 	// One allocation for every node's state, its outcome and context
 	// included.

@@ -40,8 +40,8 @@ type Listing struct {
 // nothing.
 //
 // It reads the nodes with SCAN, one page at a time on every node in
-// parallel (every master of a Cluster node), each page bounded like any node
-// call, and stops reading a node once limit matching locks came from it
+// parallel (every master of a Cluster node), each page waited for as long
+// as Unlock waits for a node, on every node alike, and stops reading a node once limit matching locks came from it
 // (limit ≤ 0 means DefaultListLimit) or when ctx ends. A lock held on a
 // quorum is found as long as a quorum of the nodes could be read; List
 // returns a *QuorumError, with what it found, when fewer could. Names held on
@@ -78,7 +78,7 @@ func (c *Client) List(ctx context.Context, pattern string, limit int) (Listing, 
 	}
 	var out Listing
 	for ctx.Err() == nil && slices.ContainsFunc(scans, (*nodeScan).going) {
-		replies := fanOut(c, ctx, func(ctx context.Context, n *reentrant.Node) (struct{}, error) {
+		replies := fanOutFor(c, ctx, kindSurvey, c.opts.Lease, func(ctx context.Context, n *reentrant.Node) (struct{}, error) {
 			return struct{}{}, scans[slices.Index(c.nodes, n)].page(ctx, n.Client(), c.opts.KeyPrefix)
 		})
 		for _, f := range failures(c, replies) {

@@ -24,6 +24,10 @@ const (
 	kindAcquire callKind = iota
 	// kindRelease: releases, which wait longer (see nodeWaits.wait).
 	kindRelease
+	// kindSurvey: an operator's read of every node (Inspect, List), which
+	// waits as long as a release and, wanting each node's state, for every
+	// node alike: no agreement cuts a straggler's wait short.
+	kindSurvey
 	// kindRenew: renewal batches, which wait as long as a release. A
 	// renewal's validity counts from its start, so a longer wait only
 	// shortens it, while a batch of hundreds of scripts on a loaded client

@@ -48,6 +48,9 @@ func TestWaitsAdaptiveDefaults(t *testing.T) {
 	if d, _ := w.wait(0, kindRelease, lease); d != lease/10 {
 		t.Fatalf("release wait of a fast node = %v; want lease/10 = %v, not a multiple of its round trip", d, lease/10)
 	}
+	if d, _ := w.wait(0, kindSurvey, lease); d != lease/10 {
+		t.Fatalf("survey wait of a fast node = %v; want lease/10 = %v", d, lease/10)
+	}
 	if d, _ := w.wait(0, kindRenew, lease); d != lease/10 {
 		t.Fatalf("renewal wait of a fast node = %v; want lease/10 = %v", d, lease/10)
 	}
