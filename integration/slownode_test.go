@@ -234,6 +234,34 @@ func TestManyClientsDefaultOptions(t *testing.T) {
 	require.Positive(t, cycled.Load())
 }
 
+// warmDefaultsMutex returns a Mutex named name of a Client with default
+// options over the first n nodes, each through a go-redis client with
+// go-redis's defaults, after 20 lock cycles: the nodes answered in ms, so
+// their estimates sit at the 100 ms floor.
+func warmDefaultsMutex(t *testing.T, n int, name string) (*lock.Client, *lock.Mutex) {
+	t.Helper()
+	reset(t)
+	lc, err := lock.New(lock.Options{Nodes: defaultClients(t, n)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lc.Close() })
+	ctx := ctxFor(t, 10*time.Second)
+	m := lc.NewMutex(name)
+	for range 20 {
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.Unlock(ctx))
+	}
+	return lc, m
+}
+
+// stallNode runs CLIENT PAUSE ALL on node 0 for d: it answers nothing until
+// then. The test's clean-up waits until the pause is over.
+func stallNode(t *testing.T, d time.Duration) {
+	t.Helper()
+	end := time.Now().Add(d)
+	require.NoError(t, cluster.Nodes[0].Direct().Do(ctxFor(t, 5*time.Second), "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err())
+	t.Cleanup(func() { time.Sleep(time.Until(end)) })
+}
+
 // TestUnlockWaitsOutAStalledNode: a node whose answers taught the Client
 // the 100 ms floor stalls for 800 ms (CLIENT PAUSE) just as Unlock goes
 // out, as a loopback node was seen to on two loaded cores. Unlock, with
@@ -241,23 +269,12 @@ func TestManyClientsDefaultOptions(t *testing.T) {
 // releases: a release waits a tenth of the lease, not a multiple of the
 // node's usual round trip (4 × 100 ms ran out before the node answered).
 func TestUnlockWaitsOutAStalledNode(t *testing.T) {
-	reset(t)
-	rdb := defaultClients(t, 1)[0]
-	lc, err := lock.New(lock.Options{Nodes: []redis.UniversalClient{rdb}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = lc.Close() })
+	_, m := warmDefaultsMutex(t, 1, "stalled-unlock")
 	ctx := ctxFor(t, 20*time.Second)
-	m := lc.NewMutex("stalled-unlock")
-	for range 20 { // answers in ms: the node's estimate goes to the floor
-		require.NoError(t, m.Lock(ctx))
-		require.NoError(t, m.Unlock(ctx))
-	}
 	require.NoError(t, m.Lock(ctx))
 
 	const stall = 800 * time.Millisecond
-	end := time.Now().Add(stall)
-	require.NoError(t, cluster.Nodes[0].Direct().Do(ctx, "CLIENT", "PAUSE", stall.Milliseconds(), "ALL").Err())
-	t.Cleanup(func() { time.Sleep(time.Until(end)) })
+	stallNode(t, stall)
 	start := time.Now()
 	require.NoError(t, m.Unlock(ctx), "Unlock waits for a node that stalled for %v", stall)
 	t.Logf("Unlock took %v across the %v stall", time.Since(start).Round(time.Millisecond), stall)
@@ -271,26 +288,13 @@ func TestUnlockWaitsOutAStalledNode(t *testing.T) {
 // 800 ms is read, not reported unreachable (a fresh relock CLI on a loaded
 // machine showed a node "did not answer in time" after ~100 ms).
 func TestInspectWaitsOutAStalledNode(t *testing.T) {
-	reset(t)
-	lc, err := lock.New(lock.Options{Nodes: defaultClients(t, 3)})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = lc.Close() })
+	lc, m := warmDefaultsMutex(t, 3, "stalled-inspect")
 	ctx := ctxFor(t, 20*time.Second)
-	m := lc.NewMutex("stalled-inspect")
-	for range 20 { // answers in ms: the nodes' estimates go to the floor
-		require.NoError(t, m.Lock(ctx))
-		require.NoError(t, m.Unlock(ctx))
-	}
 	require.NoError(t, m.Lock(ctx))
 	defer func() { require.NoError(t, m.Unlock(ctx)) }()
 
 	const stall = 800 * time.Millisecond
-	pause := func() {
-		end := time.Now().Add(stall)
-		require.NoError(t, cluster.Nodes[0].Direct().Do(ctx, "CLIENT", "PAUSE", stall.Milliseconds(), "ALL").Err())
-		t.Cleanup(func() { time.Sleep(time.Until(end)) })
-	}
-	pause()
+	stallNode(t, stall)
 	start := time.Now()
 	states, err := lc.Inspect(ctx, "stalled-inspect")
 	require.NoError(t, err)
@@ -301,9 +305,32 @@ func TestInspectWaitsOutAStalledNode(t *testing.T) {
 	}
 
 	time.Sleep(time.Until(start.Add(stall)))
-	pause()
+	stallNode(t, stall)
 	listing, err := lc.List(ctx, "stalled-*", 0)
 	require.NoError(t, err)
 	require.Empty(t, listing.Failed, "List reads the stalled node too")
 	require.Equal(t, []string{"stalled-inspect"}, listing.Names)
+}
+
+// TestInspectPastASilentNodeIsQuick: a node that does not answer for
+// longer than an operator's read waits (CLIENT PAUSE, 5 s) is reported
+// unreachable after that wait once; from then on, until it answers again,
+// it costs a read only its usual round trip, so reading many locks past
+// it stays quick (relock ls reads each lock found).
+func TestInspectPastASilentNodeIsQuick(t *testing.T) {
+	lc, _ := warmDefaultsMutex(t, 3, "silent-inspect")
+	ctx := ctxFor(t, 20*time.Second)
+
+	const silent = 5 * time.Second
+	stallNode(t, silent)
+	for try, within := range []time.Duration{silent, time.Second, time.Second} {
+		at := time.Now()
+		states, err := lc.Inspect(ctx, "silent-inspect")
+		took := time.Since(at)
+		require.NoError(t, err)
+		require.ErrorIs(t, states[0].Err, lock.ErrNodeTimeout, "read %d", try)
+		require.NoError(t, states[1].Err)
+		require.Less(t, took, within, "read %d of the silent node", try)
+		t.Logf("read %d of the silent node took %v", try, took.Round(time.Millisecond))
+	}
 }

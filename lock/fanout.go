@@ -167,6 +167,13 @@ collect:
 			for i := range calls {
 				nc := &calls[i]
 				if !nc.limit.After(now) {
+					if !nc.stopped && !now.Before(nc.start.Add(nc.wait)) {
+						// No answer in the node's whole wait: back off now,
+						// not when the call returns (its client may hold it
+						// for seconds more), so the next call already
+						// waits as after a timeout.
+						c.waits.expired(i, nc.token)
+					}
 					nc.stopped = true
 				}
 				if nc.ctx.running && !nc.ctx.deadline.After(now) {
@@ -263,7 +270,7 @@ func (nc *nodeCall[T]) complete(value T, err error) {
 	defer nc.c.inflight.Done()
 	o := &nc.outcome
 	o.value, o.err = value, err
-	nc.c.waits.observe(nc.i, nc.token, nc.wait, time.Since(nc.start), isAnswer(o.value, o.err))
+	nc.c.waits.observe(nc.i, nc.token, nc.wait, time.Since(nc.start), isAnswer(o.value, o.err), o.err)
 	nc.mu.Lock()
 	nc.ran = true
 	if o.done != nil {

@@ -25,8 +25,11 @@ const (
 	// kindRelease: releases, which wait longer (see nodeWaits.wait).
 	kindRelease
 	// kindSurvey: an operator's read of every node (Inspect, List), which
-	// waits as long as a release and, wanting each node's state, for every
-	// node alike: no agreement cuts a straggler's wait short.
+	// wants each node's state: it waits for every node alike (no agreement
+	// cuts a straggler's wait short), as long as a release for a node in
+	// good standing, and only its typical round trip for one that is not
+	// answering now, so that reading many locks past a cut-off node does
+	// not cost a release's wait each.
 	kindSurvey
 	// kindRenew: renewal batches, which wait as long as a release. A
 	// renewal's validity counts from its start, so a longer wait only
@@ -92,8 +95,12 @@ func (w *nodeWaits) wait(node int, kind callKind, lease time.Duration) (time.Dur
 		}
 		return w.fixed, 0
 	}
-	timeout, token := w.est[node].Timeout()
+	est := w.est[node]
+	timeout, token := est.Timeout()
 	ceiling := ceilingFor(lease, w.floor)
+	if kind == kindSurvey && est.BackedOff() {
+		return est.Typical(), token
+	}
 	if kind != kindAcquire {
 		// A tenth of the lease, as long as an acquire's longest wait, and
 		// at least releasePatience floors so short leases keep some
@@ -125,17 +132,27 @@ func (w *nodeWaits) typical(node int, agreed []bool) time.Duration {
 }
 
 // observe feeds node's estimate with the outcome of a call that was given
-// wait under token and returned after took: an answer is a sample, whenever
-// it came; no answer by the deadline backs the timer off. A call that ended
+// wait under token and returned after took with err: an answer is a
+// sample, whenever it came; no answer by the deadline, or the go-redis
+// client's own timeout (which may end the call first: its 3 s read timeout
+// against a release's 3 s wait), backs the timer off. A call that ended
 // sooner without an answer (refused, cancelled) says nothing about timing.
-func (w *nodeWaits) observe(node int, token rtt.Token, wait, took time.Duration, answered bool) {
+func (w *nodeWaits) observe(node int, token rtt.Token, wait, took time.Duration, answered bool, err error) {
 	if w.fixed > 0 {
 		return
 	}
 	switch {
 	case answered:
 		w.est[node].Sample(took)
-	case took >= wait:
+	case took >= wait || isNetTimeout(err):
+		w.expired(node, token)
+	}
+}
+
+// expired backs node's timer off: a call given its timeout under token
+// got no answer in time (once per token, however often it is told).
+func (w *nodeWaits) expired(node int, token rtt.Token) {
+	if w.fixed == 0 {
 		w.est[node].Expired(token)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +53,18 @@ func TestWaitsAdaptiveDefaults(t *testing.T) {
 	}
 	if d, _ := w.wait(0, kindSurvey, lease); d != lease/10 {
 		t.Fatalf("survey wait of a fast node = %v; want lease/10 = %v", d, lease/10)
+	}
+	_, tok := w.est[0].Timeout()
+	w.est[0].Expired(tok) // not answering now: a survey waits its usual round trip
+	if d, _ := w.wait(0, kindSurvey, lease); d != NodeTimeoutFloor {
+		t.Fatalf("survey wait of a node that timed out = %v; want its typical %v", d, NodeTimeoutFloor)
+	}
+	if d, _ := w.wait(0, kindRelease, lease); d != lease/10 {
+		t.Fatalf("release wait of a node that timed out = %v; want lease/10 = %v", d, lease/10)
+	}
+	w.est[0].Sample(time.Millisecond) // answering again
+	if d, _ := w.wait(0, kindSurvey, lease); d != lease/10 {
+		t.Fatalf("survey wait of a node answering again = %v; want lease/10 = %v", d, lease/10)
 	}
 	if d, _ := w.wait(0, kindRenew, lease); d != lease/10 {
 		t.Fatalf("renewal wait of a fast node = %v; want lease/10 = %v", d, lease/10)
@@ -110,7 +125,7 @@ func TestWaitsFixed(t *testing.T) {
 	if d := w.typical(1, []bool{true, false, true}); d != 70*time.Millisecond {
 		t.Fatalf("typical = %v; want 70ms", d)
 	}
-	w.observe(0, 0, time.Millisecond, time.Second, false) // no estimator: no panic
+	w.observe(0, 0, time.Millisecond, time.Second, false, nil) // no estimator: no panic
 }
 
 // Once a quorum answered, a straggler is worth its usual round trip, at
@@ -138,17 +153,26 @@ func TestWaitsTypicalForStragglers(t *testing.T) {
 func TestObserve(t *testing.T) {
 	w := waitsFor(t, Options{}, 1)
 	_, tok := w.est[0].Timeout()
-	w.observe(0, tok, time.Second, 10*time.Millisecond, false) // refused fast: nothing
-	if d, _ := w.wait(0, kindAcquire, DefaultLease); d != NodeTimeoutInitial {
+	refused := &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}
+	w.observe(0, tok, time.Second, 10*time.Millisecond, false, refused) // refused fast: nothing
+	if d, _ := w.wait(0, kindAcquire, DefaultLease); d != NodeTimeoutInitial || w.est[0].BackedOff() {
 		t.Fatalf("wait = %v after a fast failure; want unchanged", d)
 	}
-	w.observe(0, tok, time.Second, time.Second, false) // no answer in time: back off
+	w.observe(0, tok, time.Second, time.Second, false, context.DeadlineExceeded) // no answer in time: back off
 	if d, _ := w.wait(0, kindAcquire, DefaultLease); d != 2*time.Second {
 		t.Fatalf("wait = %v after a timeout; want 2s", d)
 	}
-	w.observe(0, tok, time.Second, 200*time.Millisecond, true) // an answer
+	w.observe(0, tok, time.Second, 200*time.Millisecond, true, nil) // an answer
 	if d, _ := w.wait(0, kindAcquire, DefaultLease); d != 600*time.Millisecond {
 		t.Fatalf("wait = %v after a 200ms answer; want 600ms", d)
+	}
+	// The go-redis client's own read timeout ended the call a little
+	// before the wait did: no answer in time either.
+	_, tok = w.est[0].Timeout()
+	readTimeout := &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}
+	w.observe(0, tok, 600*time.Millisecond, 599*time.Millisecond, false, fmt.Errorf("%w: %w", ErrNodeTimeout, readTimeout))
+	if d, _ := w.wait(0, kindAcquire, DefaultLease); d != 1200*time.Millisecond || !w.est[0].BackedOff() {
+		t.Fatalf("wait = %v after the client's own timeout; want 1.2s, backed off", d)
 	}
 }
 

@@ -48,6 +48,8 @@ type snapshot struct {
 	timeout time.Duration // with backoff
 	typical time.Duration // without backoff; Floor before the first sample
 	token   Token
+	// backedOff: a call timed out since the last answer.
+	backedOff bool
 	// next: an unremarkable sample (one within the timeout) arriving before
 	// then is skipped, so the estimate moves once per round trip as RFC 6298
 	// assumes, not once per call: under load a node answers hundreds of
@@ -89,6 +91,10 @@ func (e *Estimator) Timeout() (time.Duration, Token) {
 // outcome no longer depends on it.
 func (e *Estimator) Typical() time.Duration { return e.snap.Load().typical }
 
+// BackedOff reports whether a call timed out (Expired) since the node's
+// last answer (Sample): the node is not answering now, as far as is known.
+func (e *Estimator) BackedOff() bool { return e.snap.Load().backedOff }
+
 // Sample records an answer that took rtt, measured from the moment the call
 // was made. Any answer counts, also one that came after its timeout: it is
 // not ambiguous (each call is answered once), and it tells the most about a
@@ -120,12 +126,13 @@ func (e *Estimator) Sample(rtt time.Duration) {
 
 // Expired records that a call given the timeout named token got no answer
 // in time: the timeout doubles, up to Ceiling (RFC 6298 (5.5)), once per
-// token, so a burst of calls that timed out together doubles it once.
+// token, so a burst of calls that timed out together doubles it once. A
+// timeout at Ceiling marks the node backed off (see BackedOff) once.
 func (e *Estimator) Expired(token Token) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.snap.Load()
-	if token != s.token || s.timeout >= e.cfg.Ceiling {
+	if token != s.token || (s.timeout >= e.cfg.Ceiling && e.backoff > 0) {
 		return
 	}
 	e.backoff++
@@ -148,7 +155,7 @@ func (e *Estimator) publish(next time.Time, token Token) {
 		}
 		timeout *= 2
 	}
-	e.snap.Store(&snapshot{timeout: e.clamp(timeout), typical: typical, token: token, next: next})
+	e.snap.Store(&snapshot{timeout: e.clamp(timeout), typical: typical, token: token, next: next, backedOff: e.backoff > 0})
 }
 
 func (e *Estimator) clamp(d time.Duration) time.Duration {

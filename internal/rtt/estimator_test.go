@@ -110,6 +110,36 @@ func TestBackoffOncePerTimer(t *testing.T) {
 	}
 }
 
+func TestBackedOffUntilTheNextAnswer(t *testing.T) {
+	e := newTest()
+	if e.BackedOff() {
+		t.Fatal("BackedOff() before any call")
+	}
+	_, tok := e.Timeout()
+	e.Expired(tok)
+	if !e.BackedOff() {
+		t.Fatal("BackedOff() false after a timeout")
+	}
+	for range 20 { // at the ceiling it stays backed off
+		_, tok = e.Timeout()
+		e.Expired(tok)
+	}
+	if !e.BackedOff() {
+		t.Fatal("BackedOff() false at the ceiling")
+	}
+	e.Sample(10 * ms)
+	if e.BackedOff() {
+		t.Fatal("BackedOff() still true after an answer")
+	}
+	// An estimator whose first timeout is its ceiling (a short lease).
+	e = New(Config{Floor: 100 * ms, Ceiling: 100 * ms, Initial: time.Second})
+	_, tok = e.Timeout()
+	e.Expired(tok)
+	if got, _ := e.Timeout(); !e.BackedOff() || got != 100*ms {
+		t.Fatalf("after a timeout at the ceiling: BackedOff() %v, Timeout() %v; want true, 100ms", e.BackedOff(), got)
+	}
+}
+
 // A node that became slower is not timed out forever: the backoff reaches
 // its round trip, the next answer is sampled, and the estimate follows.
 func TestSlowerNodeIsLearnt(t *testing.T) {
