@@ -28,7 +28,9 @@ type NodeState struct {
 // Inspect reads the lock named name on every node, without changing it.
 // It waits for each node as long as Unlock does, and for every node alike
 // (not cut short once a quorum answered): a node it reports unreachable
-// did not answer for a tenth of the lease, or 4 × a fixed NodeTimeout.
+// did not answer for a tenth of the lease, or 4 × a fixed NodeTimeout. A
+// node whose last call timed out is waited for only its usual round trip
+// until it answers again, so that reading many locks past it stays quick.
 func (c *Client) Inspect(ctx context.Context, name string) ([]NodeState, error) {
 	return c.inspect(ctx, name, kindSurvey, (*reentrant.Node).Inspect)
 }

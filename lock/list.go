@@ -40,9 +40,9 @@ type Listing struct {
 // nothing.
 //
 // It reads the nodes with SCAN, one page at a time on every node in
-// parallel (every master of a Cluster node), each page waited for as long
-// as Unlock waits for a node, on every node alike, and stops reading a node once limit matching locks came from it
-// (limit ≤ 0 means DefaultListLimit) or when ctx ends. A lock held on a
+// parallel (every master of a Cluster node), each page waited for as
+// Inspect waits for a node, and stops reading a node once limit matching
+// locks came from it (limit ≤ 0 means DefaultListLimit) or when ctx ends. A lock held on a
 // quorum is found as long as a quorum of the nodes could be read; List
 // returns a *QuorumError, with what it found, when fewer could. Names held on
 // a minority only (an attempt in progress, or what a failure left until its
