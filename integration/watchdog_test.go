@@ -218,7 +218,7 @@ func TestWatchdogScalesToThousandsOfLocks(t *testing.T) {
 	t.Logf("goroutines (the proxies' own left out): %d before, peak %d (+%d) while renewing %d locks; %+v", base, peak, peak-base, locks, c.Stats())
 	require.Less(t, peak-base, 100, "goroutines must not grow with the number of locks")
 
-	requireRenewed(t, ctx, "many", mutexes, 3)
+	requireRenewedOnQuorum(t, ctx, "many", mutexes)
 	unlockAll(t, ctx, mutexes)
 }
 
@@ -300,12 +300,44 @@ func goroutinePeak() func() int {
 	return func() int { close(done); return <-peak }
 }
 
-// requireRenewed asserts that no handle reported a loss and that each lock
-// has more than 1 s of its lease left on each of the first nodes nodes.
-func requireRenewed(tb testing.TB, ctx context.Context, prefix string, mutexes []*lock.Mutex, nodes int) {
+// requireRenewedOnQuorum fails the test when a handle reported a loss, or
+// when a lock has more than 1 s of its lease left on fewer than 2 of the 3
+// nodes: what the watchdog guarantees. (One node's copy may lag on a
+// loaded machine: once the other two answered a renewal batch, the third
+// is waited for only its usual round trip, and 2,000 renewals can take
+// longer; the next tick renews it, and it is never needed for the quorum.)
+func requireRenewedOnQuorum(tb testing.TB, ctx context.Context, prefix string, mutexes []*lock.Mutex) {
 	tb.Helper()
-	if why := notRenewed(tb, ctx, prefix, mutexes, nodes); why != "" {
-		tb.Fatal(why)
+	for i, m := range mutexes {
+		select {
+		case <-m.Lost():
+			tb.Fatalf("lock %d lost", i)
+		default:
+		}
+	}
+	const nodes, quorum = 3, 2
+	renewedOn := make([]int, len(mutexes))
+	lagging := 0
+	for node := range nodes {
+		p := cluster.Nodes[node].Direct().Pipeline()
+		cmds := make([]interface{ Val() time.Duration }, len(mutexes))
+		for i := range mutexes {
+			k, _ := reentrant.NewKey("", fmt.Sprintf("%s:%d", prefix, i))
+			cmds[i] = p.PTTL(ctx, k.Lock)
+		}
+		_, err := p.Exec(ctx)
+		require.NoError(tb, err)
+		for i, cmd := range cmds {
+			if cmd.Val() > time.Second {
+				renewedOn[i]++
+			} else {
+				lagging++
+			}
+		}
+	}
+	tb.Logf("copies with 1 s of lease or less: %d of %d", lagging, nodes*len(mutexes))
+	for i, n := range renewedOn {
+		require.GreaterOrEqual(tb, n, quorum, "lock %d renewed on %d of %d nodes", i, n, nodes)
 	}
 }
 
