@@ -308,27 +308,15 @@ func goroutinePeak() func() int {
 // longer; the next tick renews it, and it is never needed for the quorum.)
 func requireRenewedOnQuorum(tb testing.TB, ctx context.Context, prefix string, mutexes []*lock.Mutex) {
 	tb.Helper()
-	for i, m := range mutexes {
-		select {
-		case <-m.Lost():
-			tb.Fatalf("lock %d lost", i)
-		default:
-		}
+	if i := firstLost(mutexes); i >= 0 {
+		tb.Fatalf("lock %d lost", i)
 	}
 	const nodes, quorum = 3, 2
 	renewedOn := make([]int, len(mutexes))
 	lagging := 0
 	for node := range nodes {
-		p := cluster.Nodes[node].Direct().Pipeline()
-		cmds := make([]interface{ Val() time.Duration }, len(mutexes))
-		for i := range mutexes {
-			k, _ := reentrant.NewKey("", fmt.Sprintf("%s:%d", prefix, i))
-			cmds[i] = p.PTTL(ctx, k.Lock)
-		}
-		_, err := p.Exec(ctx)
-		require.NoError(tb, err)
-		for i, cmd := range cmds {
-			if cmd.Val() > time.Second {
+		for i, left := range leasesLeft(tb, ctx, node, prefix, len(mutexes)) {
+			if left > time.Second {
 				renewedOn[i]++
 			} else {
 				lagging++
@@ -345,29 +333,49 @@ func requireRenewedOnQuorum(tb testing.TB, ctx context.Context, prefix string, m
 // its lease left or less on one of the first nodes nodes; "" when none.
 func notRenewed(tb testing.TB, ctx context.Context, prefix string, mutexes []*lock.Mutex, nodes int) string {
 	tb.Helper()
-	for i, m := range mutexes {
-		select {
-		case <-m.Lost():
-			return fmt.Sprintf("lock %d lost", i)
-		default:
-		}
+	if i := firstLost(mutexes); i >= 0 {
+		return fmt.Sprintf("lock %d lost", i)
 	}
 	for node := range nodes {
-		p := cluster.Nodes[node].Direct().Pipeline()
-		cmds := make([]interface{ Val() time.Duration }, len(mutexes))
-		for i := range mutexes {
-			k, _ := reentrant.NewKey("", fmt.Sprintf("%s:%d", prefix, i))
-			cmds[i] = p.PTTL(ctx, k.Lock)
-		}
-		_, err := p.Exec(ctx)
-		require.NoError(tb, err)
-		for i, cmd := range cmds {
-			if cmd.Val() <= time.Second {
-				return fmt.Sprintf("node %d lock %d not renewed (PTTL %v)", node, i, cmd.Val())
+		for i, left := range leasesLeft(tb, ctx, node, prefix, len(mutexes)) {
+			if left <= time.Second {
+				return fmt.Sprintf("node %d lock %d not renewed (PTTL %v)", node, i, left)
 			}
 		}
 	}
 	return ""
+}
+
+// firstLost returns the index of the first handle that reported a loss,
+// or -1.
+func firstLost(mutexes []*lock.Mutex) int {
+	for i, m := range mutexes {
+		select {
+		case <-m.Lost():
+			return i
+		default:
+		}
+	}
+	return -1
+}
+
+// leasesLeft reads the PTTL of locks prefix:0 … prefix:n-1 on node, in one
+// pipeline.
+func leasesLeft(tb testing.TB, ctx context.Context, node int, prefix string, n int) []time.Duration {
+	tb.Helper()
+	p := cluster.Nodes[node].Direct().Pipeline()
+	cmds := make([]interface{ Val() time.Duration }, n)
+	for i := range cmds {
+		k, _ := reentrant.NewKey("", fmt.Sprintf("%s:%d", prefix, i))
+		cmds[i] = p.PTTL(ctx, k.Lock)
+	}
+	_, err := p.Exec(ctx)
+	require.NoError(tb, err)
+	left := make([]time.Duration, n)
+	for i, cmd := range cmds {
+		left[i] = cmd.Val()
+	}
+	return left
 }
 
 // TestRepairOfThousandsOfLocksIsBounded: a node that lost 2,000 held locks
