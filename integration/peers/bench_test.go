@@ -2,6 +2,7 @@ package peers_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -56,9 +57,7 @@ func TestQuickRun(t *testing.T) {
 		if r.Overlaps != 0 {
 			t.Errorf("contended %s, %d master(s): %d acquisitions while another goroutine held the lock", what, r.Nodes, r.Overlaps)
 		}
-		if r.Errors != 0 {
-			t.Errorf("contended %s, %d master(s): %d errors, first: %v", what, r.Nodes, r.Errors, r.FirstErr)
-		}
+		checkErrors(t, r.Lib, fmt.Sprintf("contended %s, %d master(s)", what, r.Nodes), r.Errors, r.FirstErr)
 		if r.ServerCmds <= 0 || len(r.ServerCmdsPerNode) != r.Nodes {
 			t.Errorf("contended %s, %d master(s): server commands %.1f per acquisition, per node %v", what, r.Nodes, r.ServerCmds, r.ServerCmdsPerNode)
 		}
@@ -70,9 +69,10 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("%s runs: %d, want %d", name, got, want)
 		}
 		for _, r := range runs {
-			if r.Cycles == 0 || r.Errors != 0 {
-				t.Errorf("%s %s, %d master(s): %d cycles, %d errors, first: %v", name, r.Lib, r.Nodes, r.Cycles, r.Errors, r.FirstErr)
+			if r.Cycles == 0 {
+				t.Errorf("%s %s, %d master(s): no cycle", name, r.Lib, r.Nodes)
 			}
+			checkErrors(t, r.Lib, fmt.Sprintf("%s %s, %d master(s)", name, r.Lib, r.Nodes), r.Errors, r.FirstErr)
 			// Every cycle runs commands on every master: their CPU time
 			// must show (INFO cpu deltas read and divided).
 			if r.RedisCPU <= 0 {
@@ -130,4 +130,21 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", out.String())
+}
+
+// checkErrors fails the test for any error of relock's (its A/B rows
+// included), and logs a peer library's: the quick run checks relock and
+// that every library ran, and the report shows each library's errors. A
+// peer that fails on a loaded machine is the peer's behaviour (a CI run
+// beside a test suite saw one of rueidislock's uncontended Locks on its own
+// key run out the 5 s bound).
+func checkErrors(t *testing.T, lib, what string, errors int, first error) {
+	t.Helper()
+	switch {
+	case errors == 0:
+	case strings.HasPrefix(lib, peers.NameRelock):
+		t.Errorf("%s: %d errors, first: %v", what, errors, first)
+	default:
+		t.Logf("%s: %d errors of the peer library, first: %v", what, errors, first)
+	}
 }
