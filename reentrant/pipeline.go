@@ -12,14 +12,15 @@ import (
 	"github.com/relock-go/relock/lua"
 )
 
-// maxPipelines is how many pipelines one node keeps on the wire at once.
-// While they are out, new calls queue and leave together in the next one:
-// under load each round trip carries many scripts (go-redis does not
-// pipeline on its own), and a lone call still leaves at once.
-const maxPipelines = 4
+// DefaultPipelines is how many pipelines a node keeps on the wire at once
+// unless told otherwise (Node.LimitPipelines). While they are out, new
+// calls queue and leave together in the next one: under load each round
+// trip carries many scripts (go-redis does not pipeline on its own), and a
+// lone call still leaves at once.
+const DefaultPipelines = 4
 
 // pipeliner batches the script calls made concurrently on one node. It has
-// no goroutine of its own: a caller holding one of the maxPipelines "turns"
+// no goroutine of its own: a caller holding one of the limit's "turns"
 // sends everything queued, then hands its turn to the oldest queued caller
 // (or gives it back when nothing is queued), so every caller sends at most
 // one batch and nobody waits behind a queue that never empties.
@@ -27,6 +28,7 @@ type pipeliner struct {
 	rdb     redis.UniversalClient
 	timeout time.Duration // the least a pipeline waits for its replies
 	rep     Replication   // each pipeline that may write ends with WAIT when on
+	limit   int           // turns at most (DefaultPipelines unless set)
 
 	mu    sync.Mutex
 	queue []*call
@@ -98,7 +100,7 @@ func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 	}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
-	own := p.turns < maxPipelines
+	own := p.turns < p.limit
 	if own {
 		// A free turn: this caller sends at once, itself.
 		p.turns++
@@ -135,7 +137,7 @@ func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 // ErrBusy when there is none.
 func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
 	p.mu.Lock()
-	if p.turns >= maxPipelines {
+	if p.turns >= p.limit {
 		p.mu.Unlock()
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(ErrBusy)
@@ -156,7 +158,7 @@ func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
 func (p *pipeliner) hasFreeTurn() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.turns < maxPipelines
+	return p.turns < p.limit
 }
 
 // giveUp ends the wait of a call whose ctx ended: a call still queued is
