@@ -12,15 +12,21 @@ import (
 	"github.com/relock-go/relock/lua"
 )
 
-// DefaultPipelines is how many pipelines a node keeps on the wire at once
-// unless told otherwise (Node.LimitPipelines). While they are out, new
-// calls queue and leave together in the next one: under load each round
-// trip carries many scripts (go-redis does not pipeline on its own), and a
-// lone call still leaves at once.
-const DefaultPipelines = 4
+// maxPipelines is how many pipelines one node keeps on the wire at once.
+// While they are out, new calls queue and leave together in the next one:
+// under load each round trip carries many scripts (go-redis does not
+// pipeline on its own), and a lone call still leaves at once. Fewer would
+// batch more: with one per node, 64 goroutines locking names of their own
+// through one Client ran 1.17 and 1.28 times the cycles a second on 3 and
+// 5 masters (integration/peers/results/2026-11-30-pipelines-ab.md). But a
+// call would then wait behind a trip to a node that stopped answering, and
+// a fan-out that returns on its quorum drops it unsent, so that node would
+// miss every call until the trip timed out; with four, the calls after a
+// stuck trip still go (TestRWMutexLostRepliesCountOnce).
+const maxPipelines = 4
 
 // pipeliner batches the script calls made concurrently on one node. It has
-// no goroutine of its own: a caller holding one of the limit's "turns"
+// no goroutine of its own: a caller holding one of the maxPipelines "turns"
 // sends everything queued, then hands its turn to the oldest queued caller
 // (or gives it back when nothing is queued), so every caller sends at most
 // one batch and nobody waits behind a queue that never empties.
@@ -28,7 +34,6 @@ type pipeliner struct {
 	rdb     redis.UniversalClient
 	timeout time.Duration // the least a pipeline waits for its replies
 	rep     Replication   // each pipeline that may write ends with WAIT when on
-	limit   int           // turns at most (DefaultPipelines unless set)
 
 	mu    sync.Mutex
 	queue []*call
@@ -100,7 +105,7 @@ func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 	}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
-	own := p.turns < p.limit
+	own := p.turns < maxPipelines
 	if own {
 		// A free turn: this caller sends at once, itself.
 		p.turns++
@@ -137,7 +142,7 @@ func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 // ErrBusy when there is none.
 func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
 	p.mu.Lock()
-	if p.turns >= p.limit {
+	if p.turns >= maxPipelines {
 		p.mu.Unlock()
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(ErrBusy)
@@ -158,7 +163,7 @@ func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
 func (p *pipeliner) hasFreeTurn() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.turns < p.limit
+	return p.turns < maxPipelines
 }
 
 // giveUp ends the wait of a call whose ctx ended: a call still queued is

@@ -74,26 +74,18 @@ func checkPrepared(t *testing.T, what string, got preparedCall, want scriptCall)
 }
 
 // hasFreeTurn says whether a call sent at once would find a turn: until
-// the node's limit of turns is in use (DefaultPipelines, or what
-// LimitPipelines set, never below 1).
+// maxPipelines turns are in use.
 func TestHasFreeTurnUntilEveryTurnIsInUse(t *testing.T) {
-	for _, c := range []struct{ set, want int }{{0, DefaultPipelines}, {-3, 1}, {1, 1}, {2, 2}, {9, 9}} {
-		n := NewNode(nil, 0)
-		if c.set != 0 {
-			n.LimitPipelines(c.set)
+	p := &pipeliner{}
+	for range maxPipelines {
+		if !p.hasFreeTurn() {
+			t.Fatalf("no free turn with %d of %d in use", p.turns, maxPipelines)
 		}
-		p := n.calls
-		for range c.want {
-			if !p.hasFreeTurn() {
-				t.Fatalf("limit set %d: no free turn with %d of %d in use", c.set, p.turns, c.want)
-			}
-			p.turns++
-		}
-		if p.hasFreeTurn() {
-			t.Fatalf("limit set %d: a free turn with all %d in use", c.set, p.turns)
-		}
+		p.turns++
 	}
-	p := &pipeliner{limit: DefaultPipelines, turns: DefaultPipelines}
+	if p.hasFreeTurn() {
+		t.Fatalf("a free turn with all %d in use", p.turns)
+	}
 	p.passTurn() // nobody queued: the turn is given back
 	if !p.hasFreeTurn() {
 		t.Fatal("no free turn after one was given back")
