@@ -66,7 +66,17 @@ func NewReplicatedNode(rdb redis.UniversalClient, callTimeout time.Duration, rep
 	if callTimeout <= 0 {
 		callTimeout = DefaultCallTimeout
 	}
-	return &Node{rdb: rdb, calls: &pipeliner{rdb: rdb, timeout: callTimeout, rep: rep}, rep: rep, noRetries: retriesOff(rdb)}, nil
+	return &Node{rdb: rdb, calls: &pipeliner{rdb: rdb, timeout: callTimeout, rep: rep, limit: DefaultPipelines}, rep: rep, noRetries: retriesOff(rdb)}, nil
+}
+
+// LimitPipelines sets how many pipelined round trips the node keeps on the
+// wire at once, at least 1 (DefaultPipelines until set). Calls made while
+// they are all out queue and leave together in the next one, so fewer
+// pipelines carry more calls each: less CPU per call under load, and a
+// call may wait for one round trip to come back before it leaves. Call it
+// before the node's first call.
+func (n *Node) LimitPipelines(pipelines int) {
+	n.calls.limit = max(pipelines, 1)
 }
 
 // NeverReached reports whether err, the failure of a call to this node,

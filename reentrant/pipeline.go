@@ -12,21 +12,25 @@ import (
 	"github.com/relock-go/relock/lua"
 )
 
-// maxPipelines is how many pipelines one node keeps on the wire at once.
-// While they are out, new calls queue and leave together in the next one:
-// under load each round trip carries many scripts (go-redis does not
-// pipeline on its own), and a lone call still leaves at once. Fewer would
-// batch more: with one per node, 64 goroutines locking names of their own
-// through one Client ran 1.17 and 1.28 times the cycles a second on 3 and
-// 5 masters (integration/peers/results/2026-11-30-pipelines-ab.md). But a
-// call would then wait behind a trip to a node that stopped answering, and
-// a fan-out that returns on its quorum drops it unsent, so that node would
-// miss every call until the trip timed out; with four, the calls after a
-// stuck trip still go (TestRWMutexLostRepliesCountOnce).
-const maxPipelines = 4
+// DefaultPipelines is how many pipelines a node keeps on the wire at once
+// unless told otherwise (Node.LimitPipelines). While they are out, new
+// calls queue and leave together in the next one: under load each round
+// trip carries many scripts (go-redis does not pipeline on its own), and a
+// lone call still leaves at once.
+const DefaultPipelines = 4
+
+// A node limited to fewer than DefaultPipelines lets further trips leave,
+// up to DefaultPipelines, while every trip it has out has been out longer
+// than stuckAfter: a call must not wait behind a trip to a node that
+// stopped answering, for a fan-out that returns on its quorum would drop
+// it unsent and the node would miss every call until the trip timed out
+// (TestRWMutexLostRepliesCountOnce). 5 ms is several loaded round trips on
+// a LAN; on a slower network every trip counts as stuck, and the node
+// keeps DefaultPipelines as if no limit had been set.
+const stuckAfter = 5 * time.Millisecond
 
 // pipeliner batches the script calls made concurrently on one node. It has
-// no goroutine of its own: a caller holding one of the maxPipelines "turns"
+// no goroutine of its own: a caller holding one of the limit's "turns"
 // sends everything queued, then hands its turn to the oldest queued caller
 // (or gives it back when nothing is queued), so every caller sends at most
 // one batch and nobody waits behind a queue that never empties.
@@ -34,11 +38,19 @@ type pipeliner struct {
 	rdb     redis.UniversalClient
 	timeout time.Duration // the least a pipeline waits for its replies
 	rep     Replication   // each pipeline that may write ends with WAIT when on
+	limit   int           // turns at most while a trip is fresh (DefaultPipelines unless set)
 
 	mu    sync.Mutex
 	queue []*call
 	spare []*call // an empty array for the next queue, or nil
 	turns int     // turns in use: sending, or handed to a queued caller
+	// out holds when each trip now on the wire left, oldest first.
+	out []time.Time
+	// unstick, armed while calls queue behind fresh trips, gives a queued
+	// caller a turn past the limit once those trips are stuck, so that no
+	// call waits behind them for the next caller to come.
+	unstick  *time.Timer
+	watching bool
 }
 
 // call is one script call waiting for its pipeline.
@@ -105,13 +117,14 @@ func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 	}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
-	own := p.turns < maxPipelines
+	own := p.mayTake()
 	if own {
 		// A free turn: this caller sends at once, itself.
 		p.turns++
 		c.given = true
 	} else {
 		c.turn = make(chan struct{}, 1)
+		p.watchForStuck()
 	}
 	p.mu.Unlock()
 
@@ -142,7 +155,7 @@ func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 // ErrBusy when there is none.
 func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
 	p.mu.Lock()
-	if p.turns >= maxPipelines {
+	if !p.mayTake() {
 		p.mu.Unlock()
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(ErrBusy)
@@ -150,10 +163,12 @@ func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
 	}
 	p.turns++
 	c.given = true
+	left := p.leaves()
 	p.mu.Unlock()
 	p.sendOne(c)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.back(left)
 	p.passTurn()
 	return c.cmd
 }
@@ -163,7 +178,73 @@ func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
 func (p *pipeliner) hasFreeTurn() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.turns < maxPipelines
+	return p.mayTake()
+}
+
+// mayTake reports whether a caller may take a turn now: while fewer than
+// limit are in use, or up to DefaultPipelines while every trip out is
+// stuck (see stuckAfter). The caller holds p.mu.
+func (p *pipeliner) mayTake() bool {
+	if p.turns < p.limit {
+		return true
+	}
+	return p.turns < DefaultPipelines && p.stuck()
+}
+
+// stuck reports whether every trip out has been out longer than
+// stuckAfter (false with none out). The caller holds p.mu.
+func (p *pipeliner) stuck() bool {
+	return len(p.out) > 0 && time.Since(p.out[len(p.out)-1]) > stuckAfter
+}
+
+// watchForStuck arms p.unstick unless it is armed. The caller holds p.mu.
+func (p *pipeliner) watchForStuck() {
+	if p.watching || p.limit >= DefaultPipelines {
+		return
+	}
+	p.watching = true
+	if p.unstick == nil {
+		p.unstick = time.AfterFunc(stuckAfter, p.checkStuck)
+	} else {
+		p.unstick.Reset(stuckAfter)
+	}
+}
+
+// checkStuck runs when p.unstick fires: the oldest queued caller without a
+// turn gets one if the trips out are stuck; while callers still queue
+// behind fresh trips, it looks again later.
+func (p *pipeliner) checkStuck() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.watching = false
+	for _, next := range p.queue {
+		if next.given {
+			continue
+		}
+		if p.turns < DefaultPipelines && p.stuck() {
+			p.turns++
+			p.give(next)
+		} else {
+			p.watchForStuck()
+		}
+		return
+	}
+}
+
+// leaves records that a trip leaves now and returns its time. The caller
+// holds p.mu.
+func (p *pipeliner) leaves() time.Time {
+	now := time.Now()
+	p.out = append(p.out, now)
+	return now
+}
+
+// back records that the trip that left at left is back. The caller holds
+// p.mu.
+func (p *pipeliner) back(left time.Time) {
+	if i := slices.Index(p.out, left); i >= 0 {
+		p.out = slices.Delete(p.out, i, i+1)
+	}
 }
 
 // giveUp ends the wait of a call whose ctx ended: a call still queued is
@@ -227,12 +308,19 @@ func (p *pipeliner) sendQueued() {
 	p.mu.Lock()
 	batch := p.queue
 	p.queue, p.spare = p.spare, nil
+	var left time.Time
+	if len(batch) > 0 {
+		left = p.leaves()
+	}
 	p.mu.Unlock()
 	if len(batch) > 0 {
 		p.send(batch)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if len(batch) > 0 {
+		p.back(left)
+	}
 	if p.spare == nil {
 		// The next queue grows in this array rather than in a new one.
 		clear(batch)
@@ -244,13 +332,17 @@ func (p *pipeliner) sendQueued() {
 // passTurn hands a turn that has sent its batch to the oldest queued caller
 // without one, or gives it back. The caller holds p.mu.
 func (p *pipeliner) passTurn() {
-	for _, next := range p.queue {
-		if !next.given {
-			p.give(next)
-			return
+	// A turn beyond the limit, taken while the trips out were stuck, is
+	// handed on only while they still are: the node returns to its limit.
+	if p.turns <= p.limit || p.stuck() {
+		for _, next := range p.queue {
+			if !next.given {
+				p.give(next)
+				return
+			}
 		}
 	}
-	p.turns-- // nobody queued is without a turn
+	p.turns-- // given back
 }
 
 // give hands c a turn. The caller holds p.mu; c has had none, so the send

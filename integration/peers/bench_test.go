@@ -63,9 +63,15 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 
-	// Four libraries on 1 master + 2 on 3 masters, for each of the two.
-	for name, runs := range map[string][]*peers.Load{"uncontended": rep.Uncontended, "sequential": rep.Sequential} {
-		if got, want := len(runs), 4+2; got != want {
+	// Sequential: four libraries on 1 master (relock, redsync, redislock,
+	// rueidislock) + 2 on 3 masters; uncontended: the same and relock's
+	// pipelines A/B row at both.
+	for name, sc := range map[string]struct {
+		runs []*peers.Load
+		want int
+	}{"uncontended": {rep.Uncontended, 5 + 3}, "sequential": {rep.Sequential, 4 + 2}} {
+		runs := sc.runs
+		if got, want := len(runs), sc.want; got != want {
 			t.Errorf("%s runs: %d, want %d", name, got, want)
 		}
 		for _, r := range runs {

@@ -49,6 +49,10 @@ type Lib struct {
 	// contention (an A/B of relock's contention protocol): the scenarios
 	// without contention leave them out.
 	ContendedOnly bool
+	// UncontendedOnly marks configurations that differ only when many
+	// goroutines call through one Client at once (an A/B of its
+	// pipelines): only the uncontended scenario runs them.
+	UncontendedOnly bool
 	// GaveUp reports whether a Lock error means the library spent its own
 	// retry budget while the lock stayed taken (nil: it has none). The
 	// scenarios count those and call Lock again; any other error but the
@@ -64,6 +68,7 @@ const (
 	NameRelock          = "relock"
 	NameRelockSplit     = "relock (split votes, before)"
 	NameRelockNoQueue   = "relock (no wait queue, before)"
+	NameRelockPipelines = "relock (4 pipelines per node, before)"
 	NameRedsyncDefaults = "redsync (defaults)"
 	NameRedsyncFast     = "redsync (2 ms retry)"
 	NameRedislock       = "redislock (2 ms backoff)"
@@ -92,6 +97,7 @@ func Libs(relockOpts lock.Options) []Lib {
 		{Name: NameRelock, NewProcess: relockProcess(relockOpts)},
 		{Name: NameRelockSplit, ContendedOnly: true, NewProcess: withSwitch(&abtest.SplitVotes, relockProcess(relockOpts))},
 		{Name: NameRelockNoQueue, ContendedOnly: true, NewProcess: withSwitch(&abtest.NoWaitQueue, relockProcess(relockOpts))},
+		{Name: NameRelockPipelines, UncontendedOnly: true, NewProcess: withPipelines(4, relockProcess(relockOpts))},
 		{Name: NameRedsyncDefaults, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess()},
 		{Name: NameRedsyncFast, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess(
 			redsync.WithRetryDelay(fastRetry), redsync.WithTries(fastTries))},
@@ -158,6 +164,15 @@ func relockProcess(opts lock.Options) func(addrs []string, pool int) (Process, e
 // NoWaitQueue without the tie-breaker's wait queue (as before it). The
 // switch is read by lock.New, so it is set only while the Client is made
 // (scenarios make their Processes one at a time).
+// withPipelines makes relock's Clients with abtest.PipelinesPerNode set to n.
+func withPipelines(n int32, newProcess func(addrs []string, pool int) (Process, error)) func(addrs []string, pool int) (Process, error) {
+	return func(addrs []string, pool int) (Process, error) {
+		abtest.PipelinesPerNode.Store(n)
+		defer abtest.PipelinesPerNode.Store(0)
+		return newProcess(addrs, pool)
+	}
+}
+
 func withSwitch(sw *atomic.Bool, newProcess func(addrs []string, pool int) (Process, error)) func(addrs []string, pool int) (Process, error) {
 	return func(addrs []string, pool int) (Process, error) {
 		sw.Store(true)

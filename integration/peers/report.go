@@ -88,7 +88,8 @@ func (r *Report) Write(w io.Writer) {
 	}
 	if len(r.Uncontended) > 0 {
 		fmt.Fprintf(w, "## Uncontended throughput: %d goroutines, a key each, one shared client per library\n\n", c.Uncontended)
-		fmt.Fprint(w, c.rounds(r.UncontendedRefs)+loadNotes)
+		fmt.Fprint(w, c.rounds(r.UncontendedRefs)+loadNotes+
+			NameRelockPipelines+": relock's Clients made with abtest.PipelinesPerNode at 4, as every Client had before its four pipelines were shared among its nodes (the A/B of that change; the same as relock on 1 master).\n\n")
 		writeLoad(w, r.Uncontended, true)
 	}
 	if len(r.Sequential) > 0 {

@@ -246,7 +246,7 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 	if cfg.wants(ScenarioContended) {
 		for _, n := range nodeCounts {
 			for _, lib := range libs {
-				if (lib.SingleNode && n > 1) || !cfg.wantsLib(lib.Name) {
+				if (lib.SingleNode && n > 1) || lib.UncontendedOnly || !cfg.wantsLib(lib.Name) {
 					continue
 				}
 				for _, mode := range []string{ModePerGoroutine, ModeShared} {
@@ -300,7 +300,12 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 			return rep, err
 		}
 		cfg.progress("%s: %d rounds of every library (%d goroutines)", sc.name, cfg.Rounds, sc.goroutines)
-		runs, dists, err := runLoads(ctx, cfg, loadLibs, srv, nodeCounts, sc.goroutines, 0, refs,
+		scLibs := loadLibs
+		if sc.goroutines == 1 {
+			// One goroutine never has two calls out on a node.
+			scLibs = slices.DeleteFunc(slices.Clone(loadLibs), func(l Lib) bool { return l.UncontendedOnly })
+		}
+		runs, dists, err := runLoads(ctx, cfg, scLibs, srv, nodeCounts, sc.goroutines, 0, refs,
 			func(what string, err error) { failed(sc.name+" "+what, err) })
 		if err != nil {
 			if ctx.Err() != nil {

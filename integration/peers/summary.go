@@ -194,6 +194,14 @@ func (r *Report) Checks() []Check {
 				fmt.Sprintf("%.2f× (%s ÷ %s)", q, fmtRate(rl.CyclesPerSec()), fmtRate(best.CyclesPerSec())),
 				"≥ 1.0×", verdict(q >= 1))
 		}
+		if old := findLoad(r.Uncontended, NameRelockPipelines, n); old != nil && old.CyclesPerSec() > 0 {
+			add(fmt.Sprintf("A/B: relock ÷ %s, uncontended, %d master(s)", NameRelockPipelines, n),
+				fmt.Sprintf("cycles/s %.2f× (%s ÷ %s); client CPU /cycle %.2f× (%s ÷ %s); Lock p99 %.2f× (%s ÷ %s)",
+					rl.CyclesPerSec()/old.CyclesPerSec(), fmtRate(rl.CyclesPerSec()), fmtRate(old.CyclesPerSec()),
+					ratio(rl.CPU, old.CPU), fmtDur(rl.CPU), fmtDur(old.CPU),
+					ratio(rl.LockLat.P99(), old.LockLat.P99()), fmtDur(rl.LockLat.P99()), fmtDur(old.LockLat.P99())),
+				"information", nil)
+		}
 		if n == 1 && r.Ceiling != nil {
 			for _, x := range r.Uncontended {
 				if x.Nodes != 1 || (x.Lib != NameRelock && x.Lib != NameRueidislock) {
@@ -271,7 +279,7 @@ func (r *Report) Checks() []Check {
 
 // isRelock reports whether lib is relock in any configuration.
 func isRelock(lib string) bool {
-	return lib == NameRelock || lib == NameRelockSplit || lib == NameRelockNoQueue
+	return lib == NameRelock || lib == NameRelockSplit || lib == NameRelockNoQueue || lib == NameRelockPipelines
 }
 
 func (r *Report) writeSummary(w io.Writer) {

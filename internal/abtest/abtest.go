@@ -15,3 +15,8 @@ var SplitVotes atomic.Bool
 // the tie-breaker. The queue, on by default, wakes one waiter across all
 // processes per release. A FairMutex always waits in the queue.
 var NoWaitQueue atomic.Bool
+
+// PipelinesPerNode, when above 0 as lock.New runs, sets how many pipelined
+// round trips each of the Client's nodes keeps on the wire at once, instead
+// of the node's share of the Client's four.
+var PipelinesPerNode atomic.Int32
