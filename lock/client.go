@@ -105,13 +105,15 @@ func New(opts Options) (*Client, error) {
 
 // clientPipelines is how many pipelined round trips a Client keeps on the
 // wire at once, shared among its nodes, at least one each: 4 on 1 master,
-// 2 on 2, 1 on 3 or more. Calls made while a node's are out leave together
-// in its next one. More trips, each carrying fewer of the calls that many
-// goroutines make at once, cost the client more CPU per call: 64
-// goroutines locking names of their own through one Client ran 19% more
-// cycles a second on 3 masters and 24% more on 5 with one trip per node
-// than with four, while on 1 master four ran 4 to 6% more than one or two
-// (the bench's uncontended A/B, README "Performance").
+// 2 on 2, 1 on 3 or more (a node whose trips are stuck lets more leave;
+// see reentrant.Node.LimitPipelines). Calls made while a node's are out
+// leave together in its next one. More trips, each carrying fewer of the
+// calls that many goroutines make at once, cost the client more system
+// calls and CPU per call: with 64 goroutines locking names of their own
+// through one Client, this ran 1.14 times the cycles a second of four per
+// node on 3 masters and 1.21 times on 5, at 0.82 and 0.78 times the
+// client's CPU (make bench's uncontended A/B, README "Performance"); on 1
+// master, by hand, four and three ran 4 to 6% more than one or two.
 const clientPipelines = 4
 
 // pipelinesPerNode is each node's share of clientPipelines on a Client of

@@ -73,8 +73,10 @@ func NewReplicatedNode(rdb redis.UniversalClient, callTimeout time.Duration, rep
 // wire at once, at least 1 (DefaultPipelines until set). Calls made while
 // they are all out queue and leave together in the next one, so fewer
 // pipelines carry more calls each: less CPU per call under load, and a
-// call may wait for one round trip to come back before it leaves. Call it
-// before the node's first call.
+// call may wait for one round trip to come back before it leaves. While
+// every trip out has been out over 5 ms, more leave, up to
+// DefaultPipelines, so that no call waits behind a node that stopped
+// answering. Call it before the node's first call.
 func (n *Node) LimitPipelines(pipelines int) {
 	n.calls.limit = max(pipelines, 1)
 }
