@@ -217,17 +217,14 @@ func (p *pipeliner) checkStuck() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.watching = false
-	for _, next := range p.queue {
-		if next.given {
-			continue
-		}
-		if p.turns < DefaultPipelines && p.stuck() {
-			p.turns++
-			p.give(next)
-		} else {
-			p.watchForStuck()
-		}
-		return
+	next := p.waiting()
+	switch {
+	case next == nil:
+	case p.turns < DefaultPipelines && p.stuck():
+		p.turns++
+		p.give(next)
+	default:
+		p.watchForStuck()
 	}
 }
 
@@ -335,14 +332,23 @@ func (p *pipeliner) passTurn() {
 	// A turn beyond the limit, taken while the trips out were stuck, is
 	// handed on only while they still are: the node returns to its limit.
 	if p.turns <= p.limit || p.stuck() {
-		for _, next := range p.queue {
-			if !next.given {
-				p.give(next)
-				return
-			}
+		if next := p.waiting(); next != nil {
+			p.give(next)
+			return
 		}
 	}
 	p.turns-- // given back
+}
+
+// waiting returns the oldest queued caller without a turn, or nil. The
+// caller holds p.mu.
+func (p *pipeliner) waiting() *call {
+	for _, c := range p.queue {
+		if !c.given {
+			return c
+		}
+	}
+	return nil
 }
 
 // give hands c a turn. The caller holds p.mu; c has had none, so the send

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -95,9 +94,9 @@ const (
 func Libs(relockOpts lock.Options) []Lib {
 	return []Lib{
 		{Name: NameRelock, NewProcess: relockProcess(relockOpts)},
-		{Name: NameRelockSplit, ContendedOnly: true, NewProcess: withSwitch(&abtest.SplitVotes, relockProcess(relockOpts))},
-		{Name: NameRelockNoQueue, ContendedOnly: true, NewProcess: withSwitch(&abtest.NoWaitQueue, relockProcess(relockOpts))},
-		{Name: NameRelockPipelines, UncontendedOnly: true, NewProcess: withPipelines(4, relockProcess(relockOpts))},
+		{Name: NameRelockSplit, ContendedOnly: true, NewProcess: withSwitch(&abtest.SplitVotes, true, false, relockProcess(relockOpts))},
+		{Name: NameRelockNoQueue, ContendedOnly: true, NewProcess: withSwitch(&abtest.NoWaitQueue, true, false, relockProcess(relockOpts))},
+		{Name: NameRelockPipelines, UncontendedOnly: true, NewProcess: withSwitch[int32](&abtest.PipelinesPerNode, 4, 0, relockProcess(relockOpts))},
 		{Name: NameRedsyncDefaults, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess()},
 		{Name: NameRedsyncFast, GaveUp: redsyncGaveUp, NewProcess: redsyncProcess(
 			redsync.WithRetryDelay(fastRetry), redsync.WithTries(fastTries))},
@@ -159,24 +158,17 @@ func relockProcess(opts lock.Options) func(addrs []string, pool int) (Process, e
 	}
 }
 
-// withSwitch makes newProcess's Clients with an abtest switch set: with
-// SplitVotes they contend as relock did before its tie-breaker, with
-// NoWaitQueue without the tie-breaker's wait queue (as before it). The
-// switch is read by lock.New, so it is set only while the Client is made
-// (scenarios make their Processes one at a time).
-// withPipelines makes relock's Clients with abtest.PipelinesPerNode set to n.
-func withPipelines(n int32, newProcess func(addrs []string, pool int) (Process, error)) func(addrs []string, pool int) (Process, error) {
+// withSwitch makes newProcess's Clients with an abtest switch set to on
+// (and back to off after): with SplitVotes they contend as relock did
+// before its tie-breaker, with NoWaitQueue without the tie-breaker's wait
+// queue (as before it), with PipelinesPerNode at 4 each node keeps four
+// pipelines (as before they were shared). The switch is read by lock.New,
+// so it is set only while the Client is made (scenarios make their
+// Processes one at a time).
+func withSwitch[T any](sw interface{ Store(T) }, on, off T, newProcess func(addrs []string, pool int) (Process, error)) func(addrs []string, pool int) (Process, error) {
 	return func(addrs []string, pool int) (Process, error) {
-		abtest.PipelinesPerNode.Store(n)
-		defer abtest.PipelinesPerNode.Store(0)
-		return newProcess(addrs, pool)
-	}
-}
-
-func withSwitch(sw *atomic.Bool, newProcess func(addrs []string, pool int) (Process, error)) func(addrs []string, pool int) (Process, error) {
-	return func(addrs []string, pool int) (Process, error) {
-		sw.Store(true)
-		defer sw.Store(false)
+		sw.Store(on)
+		defer sw.Store(off)
 		return newProcess(addrs, pool)
 	}
 }
