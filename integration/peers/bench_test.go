@@ -130,7 +130,7 @@ func TestQuickRun(t *testing.T) {
 
 	var out bytes.Buffer
 	rep.Write(&out)
-	for _, want := range []string{"## Ceiling", "## Contended hand-off", "## Uncontended", "## Sequential", "## The design document's table", "## Watchdog", "## Summary"} {
+	for _, want := range []string{"## Ceiling", "## Contended hand-off", "## Uncontended", "## Sequential", "## The design document's table", "## Server commands per acquisition, by command", "## Watchdog", "## Summary"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}

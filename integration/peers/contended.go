@@ -75,6 +75,9 @@ type Contended struct {
 	// each node's share.
 	ServerCmds        float64
 	ServerCmdsPerNode []float64
+	// ServerCmdsBy is ServerCmds by command (lower case, as INFO names
+	// them).
+	ServerCmdsBy map[string]float64
 	// Unlock is how long Unlock calls took.
 	Unlock       Dist
 	Self         int   // acquisitions by the goroutine that released last
@@ -313,6 +316,7 @@ run:
 	if statsErr == nil && r.Cycles > 0 {
 		r.Publishes = float64(statsAfter.publishes-statsBefore.publishes) / float64(r.Cycles)
 		r.ServerCmds, r.ServerCmdsPerNode = perAcquisition(statsAfter.commandsSince(statsBefore), r.Cycles)
+		r.ServerCmdsBy = commandsPer(statsAfter.byCommandSince(statsBefore), r.Cycles)
 	}
 	return r, nil
 }

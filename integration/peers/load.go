@@ -39,6 +39,9 @@ type Load struct {
 	Acquired          int
 	ServerCmds        float64
 	ServerCmdsPerNode []float64
+	// ServerCmdsBy is ServerCmds by command (lower case, as INFO names
+	// them).
+	ServerCmdsBy map[string]float64
 	// RedisCPU is the user+system CPU time the masters used in those
 	// windows (INFO cpu), summed over them, per such acquisition: on a
 	// machine where the client and the servers share the cores, what each
@@ -62,8 +65,9 @@ type loadRun struct {
 	lock, unlock, cycle []time.Duration
 	cpu                 time.Duration
 	allocs              float64
-	commands            []int64       // per node, over the slices
-	redisCPU            time.Duration // the masters', over the slices
+	commands            []int64          // per node, over the slices
+	byCommand           map[string]int64 // per command, over the nodes and the slices
+	redisCPU            time.Duration    // the masters', over the slices
 }
 
 // Reference is a latency measured in the rounds of runLoads beside the
@@ -120,8 +124,8 @@ func runLoads(ctx context.Context, cfg Config, libs []Lib, srv Servers, counts [
 				continue
 			}
 			r := &loadRun{lib: lib, nodes: n, admin: srv.Admin[:n], mutexes: make([]Mutex, goroutines),
-				commands: make([]int64, n),
-				out:      &Load{Lib: lib.Name, Nodes: n, Goroutines: goroutines, Separate: separatePool > 0}}
+				commands: make([]int64, n), byCommand: make(map[string]int64),
+				out: &Load{Lib: lib.Name, Nodes: n, Goroutines: goroutines, Separate: separatePool > 0}}
 			err := r.open(a, prefix+fmt.Sprint(len(runs)), separatePool)
 			if err != nil {
 				for _, p := range r.procs {
@@ -173,6 +177,7 @@ func runLoads(ctx context.Context, cfg Config, libs []Lib, srv Servers, counts [
 			for node, c := range after.commandsSince(before) {
 				r.commands[node] += c
 			}
+			addCommands(r.byCommand, after.byCommandSince(before))
 			r.redisCPU += after.cpuSince(before)
 			r.add(res)
 		}
@@ -238,6 +243,7 @@ func (r *loadRun) finish() *Load {
 		o.Allocs = r.allocs / float64(o.Cycles)
 	}
 	o.ServerCmds, o.ServerCmdsPerNode = perAcquisition(r.commands, o.Acquired)
+	o.ServerCmdsBy = commandsPer(r.byCommand, o.Acquired)
 	if o.Acquired > 0 {
 		o.RedisCPU = r.redisCPU / time.Duration(o.Acquired)
 	}

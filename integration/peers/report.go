@@ -100,6 +100,9 @@ func (r *Report) Write(w io.Writer) {
 	if len(r.Design) > 0 {
 		r.writeDesign(w)
 	}
+	if len(r.Contended) > 0 || len(r.Uncontended) > 0 {
+		r.writeByCommand(w)
+	}
 	if len(r.Watchdog) > 0 {
 		r.writeWatchdog(w)
 	}
@@ -231,6 +234,23 @@ func writeLoad(w io.Writer, runs []*Load, throughput bool) {
 				fmtDur(x.UnlockLat.P50()), fmtDur(x.UnlockLat.P99()), fmtDur(x.Cycle.P50()), fmtDur(x.Cycle.P99()),
 				fmtDur(x.CPU), fmt.Sprintf("%.0f", x.Allocs), fmtCmds(x.ServerCmds), joinFloats(x.ServerCmdsPerNode), fmtDur(x.RedisCPU), errs)
 		}
+	}
+	t.write(w)
+}
+
+// writeByCommand breaks down the server commands per acquisition of the
+// contended and uncontended runs by command, so that what contention adds
+// to a library's cycle shows command by command.
+func (r *Report) writeByCommand(w io.Writer) {
+	fmt.Fprintf(w, "## Server commands per acquisition, by command\n\n")
+	fmt.Fprintf(w, "The server cmds /acq of the contended and uncontended tables above, by command (INFO commandstats deltas, summed over the masters; "+
+		"EVALSHA counts the script call, and each command the script runs counts under its own name; commands under %.2f per acquisition are summed as others).\n\n", minShownCommand)
+	t := table{head: []string{"scenario", "library", "masters", "clients", "server cmds /acq", "by command"}}
+	for _, x := range r.Contended {
+		t.add("contended", x.Lib, fmt.Sprint(x.Nodes), x.Mode, fmtCmds(x.ServerCmds), fmtByCommand(x.ServerCmdsBy))
+	}
+	for _, x := range r.Uncontended {
+		t.add("uncontended", x.Lib, fmt.Sprint(x.Nodes), "shared", fmtCmds(x.ServerCmds), fmtByCommand(x.ServerCmdsBy))
 	}
 	t.write(w)
 }
