@@ -620,3 +620,51 @@ func TestPubSubChannelLingersForTheNextWaiter(t *testing.T) {
 		t.Fatalf("unsubscribed %v after the first leave, before the linger (%v)", waited, linger)
 	}
 }
+
+// TestPubSubLingerCountsFromTheLastLeave: a channel whose one waiter comes
+// and goes, as a process's lone contender's does, stays subscribed while
+// its waiters are away for less than Options.Linger, even when a linger
+// that an earlier leave started runs out during such a gap; it is
+// unsubscribed only once it has had no waiter for the whole linger.
+// (Each leave used to start a linger that unsubscribed the channel if no
+// waiter happened to be there when it ran out.)
+func TestPubSubLingerCountsFromTheLastLeave(t *testing.T) {
+	reset(t)
+	const linger = 2 * time.Second
+	b := newPubSubBroker(t, pubsub.Options{Linger: linger})
+	channels := []string{pubsubChannel(t, 0)}
+	ws := subscribeAll(t, b, channels, 1)
+	ws[0].Close()
+	firstLeave := time.Now()
+
+	// Back at once, away again halfway through the first leave's linger:
+	// that linger runs out while nobody waits.
+	ws = subscribeAll(t, b, channels, 1)
+	time.Sleep(time.Until(firstLeave.Add(linger / 2)))
+	ws[0].Close()
+	lastLeave := time.Now()
+
+	// Subscribed throughout, past the first leave's linger, until a good
+	// margin before the last leave's: NUMSUB is asked only while the
+	// channel has been without a waiter for less than linger - 700 ms.
+	polls, pastFirst := 0, 0
+	for time.Since(lastLeave) < linger-700*time.Millisecond {
+		asked := time.Now()
+		if err := expectNumSub(channels, 1)(); err != nil {
+			t.Fatalf("%v after the first leave, %v after the last: %v", asked.Sub(firstLeave), asked.Sub(lastLeave), err)
+		}
+		polls++
+		if asked.Sub(firstLeave) > linger {
+			pastFirst++
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pastFirst == 0 {
+		t.Fatalf("no NUMSUB after the first leave's linger ran out (%d in all): the test saw nothing", polls)
+	}
+
+	eventually(t, linger+2*time.Second, "unsubscribed after the last leave's linger", expectNumSub(channels, 0))
+	if waited := time.Since(lastLeave); waited < linger {
+		t.Fatalf("unsubscribed %v after the last leave, before the linger (%v)", waited, linger)
+	}
+}

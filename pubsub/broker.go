@@ -25,6 +25,7 @@ type Broker struct {
 	closed     bool
 	reg        *registry
 	dedup      *dedup
+	lingering  map[string]*lingering // channels without waiters, still subscribed
 	duplicates uint64
 	unclaimed  uint64
 	standIns   uint64
@@ -61,10 +62,11 @@ type Stats struct {
 func NewBroker(nodes []redis.UniversalClient, opts Options) *Broker {
 	opts = opts.withDefaults()
 	b := &Broker{
-		opts:  opts,
-		done:  make(chan struct{}),
-		reg:   newRegistry(),
-		dedup: newDedup(opts.DedupWindow, len(nodes), opts.Quorum),
+		opts:      opts,
+		done:      make(chan struct{}),
+		reg:       newRegistry(),
+		lingering: make(map[string]*lingering),
+		dedup:     newDedup(opts.DedupWindow, len(nodes), opts.Quorum),
 	}
 	for i, c := range nodes {
 		if c == nil {
@@ -223,6 +225,10 @@ func (b *Broker) Close() {
 	b.closed = true
 	close(b.done)
 	b.reg.wakeAll()
+	for _, l := range b.lingering {
+		l.timer.Stop()
+	}
+	clear(b.lingering)
 	started := b.started
 	b.mu.Unlock()
 
@@ -337,25 +343,58 @@ func (b *Broker) unlessHandedOff(channel, id string) {
 // for Options.Linger: a lock contended in a loop gets a waiter again within
 // milliseconds, and would otherwise pay a SUBSCRIBE, a confirmation round
 // trip and an UNSUBSCRIBE per node for each Lock that waits. A waiter that
-// joins a lingering channel finds it confirmed already. The caller holds
-// b.mu.
+// joins a lingering channel finds it confirmed already. The linger counts
+// from the last waiter's leave: a channel whose one waiter comes and goes,
+// as a process's lone contender does, stays subscribed between its waits.
+// The caller holds b.mu.
 func (b *Broker) unwantLater(channel string) {
-	unwant := func() {
-		for _, n := range b.nodes {
-			n.unwant(channel)
-		}
-	}
 	if b.opts.Linger <= 0 {
-		unwant()
+		b.unwant(channel)
 		return
 	}
-	time.AfterFunc(b.opts.Linger, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if !b.closed && len(b.reg.chans[channel]) == 0 {
-			unwant()
-		}
-	})
+	now := time.Now()
+	if l := b.lingering[channel]; l != nil {
+		l.since = now // its timer, already out, counts from here
+		return
+	}
+	l := &lingering{since: now}
+	l.timer = time.AfterFunc(b.opts.Linger, func() { b.endLinger(channel, l) })
+	b.lingering[channel] = l
+}
+
+// lingering is a channel whose waiters all left, still subscribed.
+type lingering struct {
+	since time.Time   // when its last waiter left
+	timer *time.Timer // runs endLinger
+}
+
+// endLinger runs when l's timer fires. A channel that has a waiter again
+// stops lingering (its next last leave starts anew); one whose last waiter
+// left less than Options.Linger ago lingers for the rest; any other is
+// unsubscribed.
+func (b *Broker) endLinger(channel string, l *lingering) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.lingering[channel] != l {
+		return
+	}
+	if len(b.reg.chans[channel]) > 0 {
+		delete(b.lingering, channel)
+		return
+	}
+	if rest := b.opts.Linger - time.Since(l.since); rest > 0 {
+		l.timer.Reset(rest)
+		return
+	}
+	delete(b.lingering, channel)
+	b.unwant(channel)
+}
+
+// unwant unsubscribes channel on every node. The caller holds b.mu.
+func (b *Broker) unwant(channel string) {
+	for _, n := range b.nodes {
+		n.unwant(channel)
+	}
 }
 
 // watchHandOff wakes w, the waiter queued after a hand-off's target,

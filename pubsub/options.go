@@ -57,8 +57,9 @@ type Options struct {
 	HandOffWatch time.Duration
 
 	// Linger is how long a channel stays subscribed after its last waiter
-	// left, for the next one to find it confirmed. Zero means
-	// DefaultLinger; a negative value unsubscribes at once.
+	// left, for the next one to find it confirmed: it is unsubscribed once
+	// it has had no waiter for Linger. Zero means DefaultLinger; a negative
+	// value unsubscribes at once.
 	Linger time.Duration
 
 	// Process is this process's id, the CLIENT part of its lock owners'

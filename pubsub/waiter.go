@@ -36,7 +36,8 @@ func (w *Waiter) Channel() string { return w.channel }
 func (w *Waiter) Wake() <-chan struct{} { return w.wake }
 
 // Close drops w's share of the channel; the last share to go unsubscribes the
-// channel on every node, Options.Linger later if no waiter came back to it. A wake w received but did not consume is handed to
+// channel on every node once the channel has had no waiter for
+// Options.Linger. A wake w received but did not consume is handed to
 // the next waiter of the channel. Close does not block on the network and is
 // idempotent.
 func (w *Waiter) Close() {
