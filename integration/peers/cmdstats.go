@@ -16,7 +16,6 @@ import (
 // counts redis.call in commandstats as well as the EVAL/EVALSHA itself).
 type serverStats struct {
 	calls     []int64          // per node: the calls of every command
-	publishes int64            // PUBLISH calls, summed over the nodes
 	cpu       time.Duration    // the servers' user+system CPU (INFO cpu), summed over the nodes
 	byCommand map[string]int64 // the calls of each command (lower case), summed over the nodes
 }
@@ -36,7 +35,6 @@ func readServerStats(ctx context.Context, admin []*redis.Client) (serverStats, e
 				s.byCommand[name] += callsOf(v)
 			}
 		}
-		s.publishes += callsOf(stats["cmdstat_publish"])
 		s.cpu += secondsOf(stats["used_cpu_user"]) + secondsOf(stats["used_cpu_sys"])
 	}
 	return s, nil

@@ -314,9 +314,9 @@ run:
 		r.RoundTrips = float64(trips-tripsBefore) / float64(r.Cycles)
 	}
 	if statsErr == nil && r.Cycles > 0 {
-		r.Publishes = float64(statsAfter.publishes-statsBefore.publishes) / float64(r.Cycles)
 		r.ServerCmds, r.ServerCmdsPerNode = perAcquisition(statsAfter.commandsSince(statsBefore), r.Cycles)
 		r.ServerCmdsBy = commandsPer(statsAfter.byCommandSince(statsBefore), r.Cycles)
+		r.Publishes = r.ServerCmdsBy["publish"]
 	}
 	return r, nil
 }
