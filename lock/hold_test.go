@@ -30,3 +30,36 @@ func TestHoldForgetsTombstonesAfterTheirLease(t *testing.T) {
 		t.Fatalf("the expired set was kept: %b", h.buried)
 	}
 }
+
+// TestRepairCountsItsNodeAmongTheStrays: a repair is sent without the
+// owner's opMu held, so it may land after the owner's Unlock on its node.
+// The node therefore joins the strays: that Unlock's release there leaves a
+// tombstone, which the late repair finds and is refused by. Without it the
+// repair would write the hold back for a lease after Unlock returned (the
+// model's seeded bug BUG_REPAIRSTRAY: model/README.md has SPIN's trail).
+func TestRepairCountsItsNodeAmongTheStrays(t *testing.T) {
+	h := &hold{count: 2, lease: time.Second, seq: 5}
+	op, ok, busy := h.repairOp(2)
+	if !ok || busy {
+		t.Fatalf("a held hold with no operation on the wire was not repaired: ok %v, busy %v", ok, busy)
+	}
+	if !h.strays.has(2) {
+		t.Fatalf("the repaired node is not among the strays: %b", h.strays)
+	}
+	if h.strays.has(0) || h.strays.has(1) {
+		t.Fatalf("nodes the repair does not go to joined the strays: %b", h.strays)
+	}
+	if op.Count != 2 || op.Seq != 6 {
+		t.Fatalf("the repair carries count %d and seq %d, want the hold's count 2 and a fresh seq 6", op.Count, op.Seq)
+	}
+
+	lost := &hold{count: 1, lease: time.Second, isLost: true}
+	if _, ok, _ := lost.repairOp(1); ok || lost.strays != 0 {
+		t.Fatalf("a lost hold was repaired (%v) or marked strays %b", ok, lost.strays)
+	}
+	h.opMu.Lock() // an Unlock on the wire
+	if _, ok, busy := h.repairOp(1); ok || !busy || h.strays.has(1) {
+		t.Fatalf("a repair went out beside an operation on the wire: ok %v, busy %v, strays %b", ok, busy, h.strays)
+	}
+	h.opMu.Unlock()
+}

@@ -52,7 +52,10 @@
  * and has no operation on the wire, sends renew.lua to every node, and
  * counts its replies at any later moment; a quorum within validity
  * extends the belief to NL ticks from when the round was SENT, too many
- * "not held" mark the hold lost. Repairs (repairLater) are not modelled.
+ * "not held" mark the hold lost. With -DREPAIR a round that renewed also
+ * writes the hold back on the nodes that answered "not held" (repairLater,
+ * REPAIRSEND), up to REPAIRS (1) repairs an owner; the fill-in after a
+ * hand-off or a keeper's win (fillInLater) is not modelled.
  * With -DPROGRESS, a progress configuration (see PROGRESS, WOKEN): node 1
  * is down for good, the network is quiet, A and B each Lock with up to
  * ATTEMPTS (3) attempts, with the contention design's probe.
@@ -314,6 +317,23 @@ byte rgot[2*N];
 #else
 #define RSQ0 skip
 #endif
+#ifndef REPAIRS
+#define REPAIRS 1
+#endif
+/* Repairs (-DREPAIR, with RENEW): a renewal that renewed on a quorum
+ * writes the hold back on the nodes that answered "not held"
+ * (lock/renew.go renewBatch, Client.repairLater; the cleaner sends it,
+ * cleanup_run.go, with hold.repairOp's fresh seq). rep[p]: the nodes
+ * (bit d) where owner p's cleaner has a repair to send; rps[p]: repairs p
+ * may still send (REPAIRS, a bound that keeps seqs bounded while B renews
+ * for ever). */
+#ifdef REPAIR
+#if RENEW == 0
+#error "-DREPAIR needs -DRENEW"
+#endif
+byte rep[2];
+byte rps[2] = REPAIRS;
+#endif
 /* Ghosts: the last token handed out (P4); ticks since each owner's last
  * request that can write a hold, up to P3LIM (P3). */
 #define P3LIM (MAXDELAY + NL)
@@ -458,7 +478,12 @@ inline script(d, p, k, sq, c, fl) {
 #define SWP(X, Y) y = X; X = Y; Y = y
 #define NKEY(d) ((((((ncnt[2*(d)]*4 + ncnt[2*(d)+1])*16 + nseq[2*(d)])*16 + nseq[2*(d)+1])*4 + nttl[d])*4 + nfence[d])*4096 + \
 	((ntomb[2*(d)]*16 + ntomb[2*(d)+1])*4 + nttomb[2*(d)])*4 + nttomb[2*(d)+1])
-#if RENEW > 0
+#if RENEW > 0 && defined(REPAIR)
+#define REPB(o, d) ((rep[o] >> (d)) & 1)
+#define CMPREN CMPV(rgot[1], rgot[2]); CMPV(rgot[N+1], rgot[N+2]); CMPV(REPB(0, 1), REPB(0, 2)); CMPV(REPB(1, 1), REPB(1, 2))
+#define SWPREP(o) if :: REPB(o, 1) != REPB(o, 2) -> rep[o] = rep[o] ^ 6 :: else -> skip fi
+#define SWPREN SWP(rgot[1], rgot[2]); SWP(rgot[N+1], rgot[N+2]); SWPREP(0); SWPREP(1)
+#elif RENEW > 0
 #define CMPREN CMPV(rgot[1], rgot[2]); CMPV(rgot[N+1], rgot[N+2])
 #define SWPREN SWP(rgot[1], rgot[2]); SWP(rgot[N+1], rgot[N+2])
 #else
@@ -610,9 +635,9 @@ inline renForget(O, I) {
 /* RENEND: renew.go renewBatch's decision, then watchdog.go renewBatch's.
  * A stopped entry (hold ended, lost or expired) ignores the outcome.
  * held >= quorum && validity > 0: Renewed, the entry's ValidUntil is SET
- * to the new one (it may move back; the belief only shrinks then). Nodes
- * that answered "not held" while a quorum holds it would be repaired
- * (repairLater): not modelled. notHeld > N - quorum: Lost (markLost: the
+ * to the new one (it may move back; the belief only shrinks then), and,
+ * with -DREPAIR, the nodes that answered "not held" get a repair
+ * (repairLater; REPAIRSEND sends it). notHeld > N - quorum: Lost (markLost: the
  * loss is signalled; nothing is released, an Unlock cleans up, wasLost).
  * Otherwise: neither, and the watchdog retries (a later RENSTART). */
 #define RENEND(O) \
@@ -626,7 +651,8 @@ inline renForget(O, I) {
 			:: rk >= Q && rel[O] <= NL -> \
 				vl[O] = RVLEFT(O); \
 				printf("MSC t%d %c's watchdog: %d nodes renewed: valid for %d ticks\n", clock, 'A' + O, rk, vl[O]); \
-				CLAIM(O) \
+				CLAIM(O); \
+				REPAIRLATER(O) \
 			:: else -> \
 				if \
 				:: rn > N - Q -> lost[O] = true; vl[O] = 0; \
@@ -639,6 +665,49 @@ inline renForget(O, I) {
 #else
 #define RENSTART(O)
 #define RENEND(O)
+#endif
+
+#ifdef REPAIR
+/* REPAIRLATER(O): Client.repairLater for the nodes the round found
+ * without the hold (while the owner has repairs left to send). */
+#define REPAIRLATER(O) \
+	if \
+	:: rps[O] > 0 -> \
+		rep[O] = rep[O] | (rgot[(O)*N] == R_NOTHELD) | (rgot[(O)*N+1] == R_NOTHELD) * 2 | (rgot[(O)*N+2] == R_NOTHELD) * 4 \
+	:: else -> skip \
+	fi
+
+/* REPAIRSEND(O, D): the cleaner of node D sends O's repair there
+ * (cleanup_run.go; hold.repairOp), at any moment before its deadline, the
+ * renewal's ValidUntil (repairBy): while O holds (count > 0, not lost,
+ * validity left) and has no operation on the wire (repairOp's
+ * opMu.TryLock; a renewal round in flight does not hold opMu). The repair
+ * is acquire.lua with the owner's count and a fresh seq (h.op), sent once
+ * (one attempt per request: the next renewal asks again); its reply only
+ * counts it (repaired), so it goes out as an orphan. It may land after
+ * the owner's Unlock, so D joins the strays (repairOp): that Unlock's
+ * release there buries, and the repair then finds the tombstone.
+ * -DBUG_REPAIRSTRAY (a seeded bug) leaves D out of the strays. */
+#ifdef BUG_REPAIRSTRAY
+#define REPSTRAY(O, D) skip
+#else
+#define REPSTRAY(O, D) str[(O)*N+(D)] = true
+#endif
+#define REPAIRSEND(O, D) \
+	:: d_step { ((rep[O] >> (D)) & 1) && rps[O] > 0 && count[O] > 0 && !lost[O] && vl[O] > 0 && el[O] == 0 && FREEO(O, D) -> \
+		rep[O] = rep[O] & (7 - (1 << (D))); rps[O]--; \
+		oseq[O]++; rsq[O] = 0; REPSTRAY(O, D); sw[O] = 0; \
+		fg[((O)*N+(D))*FGS+FGS-1] = MSG(ACQ, oseq[O], count[O], 0, 0) | 4; sortPair((O)*N+(D)); \
+		printf("MSC t%d %c's cleaner sends its repair (ACQ seq %d count %d) to node %d\n", clock, 'A' + O, oseq[O], count[O], D); \
+		canon() }
+#define REPAIRSENDS REPAIRSEND(0, 0) REPAIRSEND(0, 1) REPAIRSEND(0, 2) REPAIRSEND(1, 0) REPAIRSEND(1, 1) REPAIRSEND(1, 2)
+/* A repair not sent by then is dropped: the hold ended, was lost or
+ * expired (repairBy passed). */
+#define REPDROP(I) if :: rep[I] != 0 && (count[I] == 0 || lost[I] || vl[I] == 0) -> rep[I] = 0 :: else -> skip fi
+#else
+#define REPAIRLATER(O) skip
+#define REPAIRSENDS
+#define REPDROP(I) skip
 #endif
 
 /* PROGRESS's quiet network: no request to a node that is up is lost (a
@@ -690,6 +759,7 @@ end:
 	DUP(0, 0) DUP(1, 0) DUP(2, 0) DUP(3, 0) DUP(4, 0) DUP(5, 0)
 #endif
 	RENSTART(0) RENSTART(1) RENEND(0) RENEND(1)
+	REPAIRSENDS
 	:: d_step {
 		/* The crash: node CRASHER restarts empty (no persistence). */
 		CRASHES && !crashed ->
@@ -744,6 +814,7 @@ end:
 		do
 		:: i < 2 ->
 			if :: vl[i] > 0 -> vl[i]-- :: else -> skip fi;
+			REPDROP(i);
 			if :: el[i] > 0 && el[i] <= LEASE -> el[i]++ :: else -> skip fi;
 #if RENEW > 0
 			if :: rel[i] > 0 && rel[i] <= NL -> rel[i]++ :: else -> skip fi;   /* past NL: no validity left */
