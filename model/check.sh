@@ -43,7 +43,15 @@
 #               locks twice and unlocks twice, no crash, -DSYMM,
 #               hash-compact states (-DHC4: a 12-byte signature per
 #               state), 20 GB: complete but for signature collisions,
-#               0 errors (P1-P3).
+#               0 errors (P1-P3);
+#   repair-bug: A's watchdog renews, and a round that renewed writes the
+#               hold back where it was not held (repairLater), no crash,
+#               with the repair's node left out of the strays: P2
+#               violated (the repair lands after Unlock), with SPIN's trail;
+#   repair-a, repair-b: (only with REPAIR=1 or ONLY naming them) renew-a
+#               and renew-b with those repairs (one per owner),
+#               hash-compact states, 20 GB: complete but for signature
+#               collisions, 0 errors (P1-P3).
 # The searches but fencing-full run JOBS at a time (2 unless set: one per
 # core), longest first, each taking the next one not yet taken when its
 # last ends: 3.5 min on a quiet machine (5.4 one at a time, the same hour),
@@ -145,12 +153,23 @@ configs=(
 	# default run (CI): REENTRY=1 adds it after the others that run alone,
 	# ONLY=reentry runs it alone.
 	"reentry dfs -DREENTRY -DCRASHES=0 -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
+	# Renewal with its repairs (a round that renewed writes the hold back
+	# on the nodes that answered "not held"), no crash: the seeded bug (a
+	# repair's node left out of the strays), whose violation a DFS finds
+	# in a second; and the searches of A's and B's renewal with repairs,
+	# too large for the lanes: with compressed states repair-a stopped at
+	# 20 GB (158.9 million states), so they store hash-compact signatures,
+	# as reentry does. Not in the default run (CI): REPAIR=1 adds them after
+	# the others that run alone, ONLY=repair-a (or repair-b) runs one alone.
+	"repair-bug dfs -DRENEW=1 -DCRASHES=0 -DREPAIR -DBUG_REPAIRSTRAY"
+	"repair-a dfs -DRENEW=1 -DCRASHES=0 -DSYMM -DREPAIR cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
+	"repair-b dfs -DRENEW=2 -DCRASHES=0 -DSYMM -DREPAIR cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
 )
 # The order the searches are built and start in: longest first (see
 # model/README.md's table), so that the lanes end close together. Then
 # the searches that run alone, one after another, once the lanes are done.
 order=(renew-a retries delayed renew-b fencing-bug seeded-bug renew-bug
-	retries-bug short-restart progress-bug immediate progress)
+	retries-bug short-restart progress-bug immediate repair-bug progress)
 alone=(fencing-full)
 if [ "${FINDINGS:-0}" = 1 ]; then
 	configs+=("fencing bfs -DFENCE -DCRASHES=0")
@@ -169,6 +188,9 @@ has() {
 if [ "${BOTH:-0}" = 1 ] || has renew-both ${ONLY:-}; then alone+=(renew-both); fi
 # REENTRY=1 (or ONLY naming it) adds reentry, alone, after them.
 if [ "${REENTRY:-0}" = 1 ] || has reentry ${ONLY:-}; then alone+=(reentry); fi
+# REPAIR=1 (or ONLY naming them) adds repair-a and repair-b, alone, after them.
+if [ "${REPAIR:-0}" = 1 ] || has repair-a ${ONLY:-}; then alone+=(repair-a); fi
+if [ "${REPAIR:-0}" = 1 ] || has repair-b ${ONLY:-}; then alone+=(repair-b); fi
 
 # ONLY="NAME..." keeps only the searches named (ONLY=fencing-full: that one).
 if [ -n "${ONLY:-}" ]; then
@@ -375,9 +397,13 @@ violated retries-bug "without the refusal's tombstone a retried acquire leaves a
 	"the seeded retry bug went unnoticed: the retries check may be vacuous"
 violated fencing-bug "a node that had the token counted as storing it repeats a token (P4), as expected" \
 	"the seeded fencing bug went unnoticed: the fencing check may be vacuous"
+violated repair-bug "a repair whose node is not among the strays writes the hold back after Unlock (P2), as expected" \
+	"the seeded repair bug went unnoticed: the repair searches may be vacuous"
 passes fencing-full
 passes renew-both
 passes reentry
+passes repair-a
+passes repair-b
 
 if [ "${FINDINGS:-0}" = 1 ] && ran fencing; then
 	cat "$work/fencing.report"
