@@ -108,6 +108,12 @@
  *                         (fixed: a refusal through a client that retries
  *                         buries the call's seq, acquire.lua's refused).
  *  -DDUPS=1 -DCRASHES=0 -DBUG_NOTWICE  that fix undone: P2 fails.
+ *  -DRENEW=1 -DCRASHES=0 -DREPAIR -DBUG_REPAIRSTRAY  a renewal's repair
+ *                         whose node is left out of the strays: P2 fails
+ *                         (the repair lands after Unlock).
+ *  -DRENEW=1 (or 2) -DCRASHES=0 -DSYMM -DREPAIR  renewal with its repairs:
+ *                         no violation found, no search completed (by
+ *                         hand: check.sh's REPAIR=1).
  *  -DNOP3                 P3 off and its ghost out of the state (a
  *                         reduction for P4 and renewal with the crash:
  *                         neither completes within 4 GB; P4 with -DSYMM
