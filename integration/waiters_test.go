@@ -65,13 +65,23 @@ type twoWaiters struct {
 // queueTwoWaiters resets the cluster and sets up twoWaiters on name over n
 // nodes: the first waits with ctx, the second, once the first is queued,
 // with secondCtx.
+//
+// The waiters' Clients retry after a second (Options.RetryDelay), not
+// 20 ms. The next in line retries RetryDelay after a hand-off to the
+// first, in case the first died or gave up (see lock/contend.go), and on
+// 1 master takes the lock if the first has not yet: on two loaded cores,
+// under -race, the first's acquire after its wake took longer than 20 ms,
+// and the second got the lock instead. The callers check that a release
+// goes to the first in line, which it does when the first acts within the
+// delay; how the queue moves on past a dead target is other tests'.
 func queueTwoWaiters(t *testing.T, n int, name string, ctx, secondCtx context.Context) twoWaiters {
 	t.Helper()
 	reset(t)
 	w := twoWaiters{c: newLockClient(t, n, lock.Options{})}
 	w.holder = w.c.NewMutex(name)
 	require.NoError(t, w.holder.Lock(ctx))
-	w.first, w.second = newLockClient(t, n, lock.Options{}).NewMutex(name), newLockClient(t, n, lock.Options{}).NewMutex(name)
+	patient := lock.Options{RetryDelay: time.Second}
+	w.first, w.second = newLockClient(t, n, patient).NewMutex(name), newLockClient(t, n, patient).NewMutex(name)
 	w.firstDone = inBackground(func() error { return w.first.Lock(ctx) })
 	requireWaiters(t, w.c, name, w.first.Owner())
 	w.secondDone = inBackground(func() error { return w.second.Lock(secondCtx) })
