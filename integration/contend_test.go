@@ -277,17 +277,17 @@ func TestWaitersLetTheHolderRepairTheTieBreaker(t *testing.T) {
 // lock's queue. Each Lock's outcome arrives on got (the Client's index,
 // when it returned with the lock).
 func waitersAsleep(t *testing.T, ctx context.Context, name string, masters, n int) ([]*lock.Client, []*lock.Mutex, chan int) {
-	return waitersAsleepWith(t, ctx, masters, n, func(c *lock.Client) *lock.Mutex { return c.NewMutex(name) })
+	return waitersAsleepWith(t, ctx, masters, n, lock.Options{}, func(c *lock.Client) *lock.Mutex { return c.NewMutex(name) })
 }
 
-// waitersAsleepWith is waitersAsleep with each waiter's handle made by
-// handle on its own Client.
-func waitersAsleepWith(t *testing.T, ctx context.Context, masters, n int, handle func(*lock.Client) *lock.Mutex) ([]*lock.Client, []*lock.Mutex, chan int) {
+// waitersAsleepWith is waitersAsleep with each waiter's Client made with
+// opts and its handle made by handle.
+func waitersAsleepWith(t *testing.T, ctx context.Context, masters, n int, opts lock.Options, handle func(*lock.Client) *lock.Mutex) ([]*lock.Client, []*lock.Mutex, chan int) {
 	clients := make([]*lock.Client, n)
 	mutexes := make([]*lock.Mutex, n)
 	got := make(chan int, n)
 	for i := range clients {
-		clients[i] = newLockClient(t, masters, lock.Options{})
+		clients[i] = newLockClient(t, masters, opts)
 		mutexes[i] = handle(clients[i])
 		go func() {
 			if err := mutexes[i].Lock(ctx); err != nil {
@@ -317,13 +317,14 @@ type queueScene struct {
 }
 
 // heldWithWaiters resets the cluster, has a Client take the lock named
-// base plus the masters' count, and n other Clients wait for it in order.
-func heldWithWaiters(t *testing.T, base string, masters, n int) *queueScene {
+// base plus the masters' count, and n other Clients, made with opts, wait
+// for it in order.
+func heldWithWaiters(t *testing.T, base string, masters, n int, opts lock.Options) *queueScene {
 	reset(t)
 	sc := &queueScene{ctx: ctxFor(t, 30*time.Second), name: base + itoaName(masters)}
 	sc.holder = newLockClient(t, masters, lock.Options{}).NewMutex(sc.name)
 	require.NoError(t, sc.holder.Lock(sc.ctx))
-	sc.clients, sc.waiters, sc.got = waitersAsleep(t, sc.ctx, sc.name, masters, n)
+	sc.clients, sc.waiters, sc.got = waitersAsleepWith(t, sc.ctx, masters, n, opts, func(c *lock.Client) *lock.Mutex { return c.NewMutex(sc.name) })
 	sc.tie = tieBreakerOf(t, sc.name, masters)
 	return sc
 }
@@ -341,11 +342,12 @@ func queueOn(t *testing.T, i int, name string) []string {
 // as relock can tell) wait for one lock. A release hands it to the first of
 // them in the queue, and only that one tries: under plain wakes each Client
 // would wake one waiter and all six would try. The next in line may probe
-// once after the hand-off watch, since the new holder keeps the lock.
+// once after the hand-off watch, since the new holder keeps the lock. The
+// waiters are patient (see patient): the test asserts the queue's order.
 func TestOneWaiterPerReleaseAcrossClients(t *testing.T) {
 	for _, masters := range []int{1, 3} {
 		t.Run(itoaName(masters), func(t *testing.T) {
-			sc := heldWithWaiters(t, "one-waiter-", masters, 6)
+			sc := heldWithWaiters(t, "one-waiter-", masters, 6, patient)
 			ctx, name, tie, holder, clients, mutexes, got := sc.ctx, sc.name, sc.tie, sc.holder, sc.clients, sc.waiters, sc.got
 			queued := queueOn(t, tie, name)
 			require.Len(t, queued, 6, "every waiter is in the queue on the tie-breaker")
@@ -398,7 +400,7 @@ func TestOneWaiterPerReleaseAcrossClients(t *testing.T) {
 func TestHandOffToADeadWaiterMovesOn(t *testing.T) {
 	for _, masters := range []int{1, 3} {
 		t.Run(itoaName(masters), func(t *testing.T) {
-			sc := heldWithWaiters(t, "dead-waiter-", masters, 1)
+			sc := heldWithWaiters(t, "dead-waiter-", masters, 1, lock.Options{})
 			ctx, name, tie, holder, got := sc.ctx, sc.name, sc.tie, sc.holder, sc.got
 			key, err := reentrant.NewKey("", name)
 			require.NoError(t, err)
@@ -600,7 +602,7 @@ func TestUncontendedLockLeavesQueueAndChannelAlone(t *testing.T) {
 // the lock off takes its target out of the queue, and the target, knowing
 // it, takes the lock without a ZREM of its own: one per hand-off in all.
 func TestHandOffTargetSkipsTheDequeue(t *testing.T) {
-	sc := heldWithWaiters(t, "target-dequeue-", 1, 1)
+	sc := heldWithWaiters(t, "target-dequeue-", 1, 1, lock.Options{})
 	before := commandCalls(t, 0, "zrem")
 	require.NoError(t, sc.holder.Unlock(sc.ctx))
 	select {
@@ -621,7 +623,7 @@ func TestHandOffTargetSkipsTheDequeue(t *testing.T) {
 func TestReleaseSkipsItsOwnQueueEntry(t *testing.T) {
 	for _, masters := range []int{1, 3} {
 		t.Run(itoaName(masters), func(t *testing.T) {
-			sc := heldWithWaiters(t, "own-entry-", masters, 1)
+			sc := heldWithWaiters(t, "own-entry-", masters, 1, lock.Options{})
 			key, err := reentrant.NewKey("", sc.name)
 			require.NoError(t, err)
 			require.NoError(t, cluster.Nodes[sc.tie].Direct().ZAdd(sc.ctx, key.Queue, redis.Z{Score: 1, Member: sc.holder.Owner()}).Err())
@@ -832,7 +834,7 @@ func TestHandleThatMetContentionProbesFirst(t *testing.T) {
 // nothing, unless the target's attempt overtook the release there, and
 // then only for the target's process.
 func TestHandOffGoesToTheTargetsProcessAlone(t *testing.T) {
-	sc := heldWithWaiters(t, "personal-", 3, 3)
+	sc := heldWithWaiters(t, "personal-", 3, 3, lock.Options{})
 	key, err := reentrant.NewKey("", sc.name)
 	require.NoError(t, err)
 

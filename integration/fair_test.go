@@ -17,7 +17,7 @@ import (
 // sleeps, so their tickets are in that order. got receives the index of
 // each waiter when it gets the lock.
 func fairWaiters(t *testing.T, ctx context.Context, name string, masters, n int) ([]*lock.Client, []*lock.Mutex, chan int) {
-	return waitersAsleepWith(t, ctx, masters, n, func(c *lock.Client) *lock.Mutex { return &c.NewFairMutex(name).Mutex })
+	return waitersAsleepWith(t, ctx, masters, n, lock.Options{}, func(c *lock.Client) *lock.Mutex { return &c.NewFairMutex(name).Mutex })
 }
 
 // fairHeldWithWaiters resets the cluster, has a Client take the fair lock

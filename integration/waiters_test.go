@@ -62,25 +62,26 @@ type twoWaiters struct {
 	states                []lock.NodeState // Inspect's, once both were queued
 }
 
+// patient are the options of waiting Clients in tests that check that a
+// release goes to the first in line. They retry after a second
+// (Options.RetryDelay), not 20 ms: the next in line retries RetryDelay
+// after a hand-off, in case the target died or gave up (see
+// lock/contend.go), and on 1 master takes the lock if the target has not
+// yet. On two loaded cores, under -race, a target's acquire after its wake
+// took longer than 20 ms, and the next in line got the lock instead. A
+// release goes to the first in line when it acts within the delay; how
+// the queue moves on past a dead target is other tests'.
+var patient = lock.Options{RetryDelay: time.Second}
+
 // queueTwoWaiters resets the cluster and sets up twoWaiters on name over n
 // nodes: the first waits with ctx, the second, once the first is queued,
-// with secondCtx.
-//
-// The waiters' Clients retry after a second (Options.RetryDelay), not
-// 20 ms. The next in line retries RetryDelay after a hand-off to the
-// first, in case the first died or gave up (see lock/contend.go), and on
-// 1 master takes the lock if the first has not yet: on two loaded cores,
-// under -race, the first's acquire after its wake took longer than 20 ms,
-// and the second got the lock instead. The callers check that a release
-// goes to the first in line, which it does when the first acts within the
-// delay; how the queue moves on past a dead target is other tests'.
+// with secondCtx. Both are patient.
 func queueTwoWaiters(t *testing.T, n int, name string, ctx, secondCtx context.Context) twoWaiters {
 	t.Helper()
 	reset(t)
 	w := twoWaiters{c: newLockClient(t, n, lock.Options{})}
 	w.holder = w.c.NewMutex(name)
 	require.NoError(t, w.holder.Lock(ctx))
-	patient := lock.Options{RetryDelay: time.Second}
 	w.first, w.second = newLockClient(t, n, patient).NewMutex(name), newLockClient(t, n, patient).NewMutex(name)
 	w.firstDone = inBackground(func() error { return w.first.Lock(ctx) })
 	requireWaiters(t, w.c, name, w.first.Owner())
