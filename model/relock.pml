@@ -112,7 +112,8 @@
  *                         whose node is left out of the strays: P2 fails
  *                         (the repair lands after Unlock).
  *  -DRENEW=1 (or 2) -DCRASHES=0 -DSYMM -DREPAIR  renewal with its repairs:
- *                         no violation found, no search completed (by
+ *                         no violation found; A's (RENEW=1) completes with
+ *                         hash-compact states, B's does not in 20 GB (by
  *                         hand: check.sh's REPAIR=1).
  *  -DNOP3                 P3 off and its ghost out of the state (a
  *                         reduction for P4 and renewal with the crash:
