@@ -277,7 +277,12 @@ func TestWaitersLetTheHolderRepairTheTieBreaker(t *testing.T) {
 // lock's queue. Each Lock's outcome arrives on got (the Client's index,
 // when it returned with the lock).
 func waitersAsleep(t *testing.T, ctx context.Context, name string, masters, n int) ([]*lock.Client, []*lock.Mutex, chan int) {
-	return waitersAsleepWith(t, ctx, masters, n, lock.Options{}, func(c *lock.Client) *lock.Mutex { return c.NewMutex(name) })
+	return waitersAsleepWith(t, ctx, masters, n, lock.Options{}, mutexNamed(name))
+}
+
+// mutexNamed makes, on each Client it is given, a Mutex handle of name.
+func mutexNamed(name string) func(*lock.Client) *lock.Mutex {
+	return func(c *lock.Client) *lock.Mutex { return c.NewMutex(name) }
 }
 
 // waitersAsleepWith is waitersAsleep with each waiter's Client made with
@@ -324,7 +329,7 @@ func heldWithWaiters(t *testing.T, base string, masters, n int, opts lock.Option
 	sc := &queueScene{ctx: ctxFor(t, 30*time.Second), name: base + itoaName(masters)}
 	sc.holder = newLockClient(t, masters, lock.Options{}).NewMutex(sc.name)
 	require.NoError(t, sc.holder.Lock(sc.ctx))
-	sc.clients, sc.waiters, sc.got = waitersAsleepWith(t, sc.ctx, masters, n, opts, func(c *lock.Client) *lock.Mutex { return c.NewMutex(sc.name) })
+	sc.clients, sc.waiters, sc.got = waitersAsleepWith(t, sc.ctx, masters, n, opts, mutexNamed(sc.name))
 	sc.tie = tieBreakerOf(t, sc.name, masters)
 	return sc
 }

@@ -50,10 +50,11 @@
 #               violated (the repair lands after Unlock), with SPIN's trail;
 #   repair-a, repair-b: (only with REPAIR=1 or ONLY naming them) renew-a
 #               and renew-b with those repairs (one per owner),
-#               hash-compact states, 20 GB: complete but for signature
-#               collisions, 0 errors (P1-P3); repair-a completes (443
-#               million states, 19 GB, 31 min alone), repair-b fails at the
-#               memory bound (470 million states stored; model/README.md).
+#               hash-compact states, 20 GB: each passes when it completes
+#               (but for signature collisions) with 0 errors (P1-P3).
+#               repair-a does (443 million states, 19 GB, 31 min alone);
+#               repair-b stops at the memory bound, and fails (470 million
+#               states stored; model/README.md).
 # The searches but fencing-full run JOBS at a time (2 unless set: one per
 # core), longest first, each taking the next one not yet taken when its
 # last ends: 3.5 min on a quiet machine (5.4 one at a time, the same hour),
