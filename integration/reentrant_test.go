@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -665,6 +666,34 @@ func TestReentrantForeignStringAtATombstoneIsLeftAsItWas(t *testing.T) {
 	require.Equal(t, "not a number", direct.Get(ctx, tomb).Val(), "left as it was")
 	require.Greater(t, direct.PTTL(ctx, tomb).Val(), 59*time.Minute, "its TTL too")
 	require.Equal(t, int64(1), direct.Exists(ctx, key.Lock).Val(), "the lock is not released past the error")
+}
+
+// A node's own error at a command a script guards against foreign data is
+// the node's error, not foreign data. Under maxmemory every write fails
+// with OOM, the first one a release makes included: its tombstone's SET,
+// which used to read as "the tombstone holds a none, not a relock lock".
+// (CI met the same path as READONLY, on a master a failover had just made
+// a replica, through go-redis's default clients.) The release fails with
+// the node's error and changes nothing, whether the owner holds the lock
+// there or not.
+func TestReentrantNodeErrorIsNotForeignData(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "node-error")
+	var seq int64
+	_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
+	require.NoError(t, err)
+	require.NoError(t, direct.ConfigSet(ctx, "maxmemory", "1").Err())
+	t.Cleanup(func() { direct.ConfigSet(context.Background(), "maxmemory", "0") })
+
+	for _, owner := range []string{"c:alice", "c:bob"} {
+		_, err = node.Release(ctx, opFor(key, owner, 0, &seq), "x")
+		var wt *reentrant.WrongTypeError
+		require.False(t, errors.As(err, &wt), "%s: a node's OOM read as foreign data: %v", owner, err)
+		require.ErrorContains(t, err, "OOM", owner)
+		require.Zero(t, direct.Exists(ctx, key.Tombstone(owner)).Val(), "%s: nothing buried", owner)
+	}
+	require.Equal(t, "1", direct.HGet(ctx, key.Lock, "c:alice").Val(), "alice still holds")
 }
 
 // TestReentrantHandOffIsKeptForItsTarget: a release that hands a Mutex off

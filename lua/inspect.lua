@@ -47,7 +47,7 @@ end
 local limit, waiting, queued, mark = tonumber(ARGV[1]), {}, 0, {}
 if limit > 0 then
   local queue, deadlines = KEYS[7], KEYS[8]
-  local ok, total = pcall(redis.call, 'ZCARD', queue)
+  local ok, total = attempt('ZCARD', queue)
   if not ok then
     foreign(queue, 'queue')
   end

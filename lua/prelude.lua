@@ -23,13 +23,29 @@ local function foreign(key, what)
   error(redis.error_reply(msg))
 end
 
+-- attempt runs a command as pcall(redis.call, ...) does, but catches only a
+-- WRONGTYPE error: another type at a key is foreign data, which the caller
+-- reports as such. Any other error is the node's (READONLY on a replica that
+-- was a master a moment ago, OOM under maxmemory, ...) and is raised as it
+-- came, so that the client sees that error and not foreign data at a key.
+local function attempt(...)
+  local ok, result = pcall(redis.call, ...)
+  if not ok then
+    local text = type(result) == 'table' and result.err or tostring(result)
+    if not string.find(text, 'WRONGTYPE', 1, true) then
+      error(type(result) == 'table' and result or redis.error_reply(text))
+    end
+  end
+  return ok, result
+end
+
 -- numberAt returns the number stored as a string at key (0 when the key
 -- does not exist). Anything else there (another type, or a string that is
 -- not a number) is foreign data: the script stops, before it has changed
 -- anything, with a WRONGTYPE error that names the key's role (what), so the
 -- client can tell which key holds it.
 local function numberAt(key, what)
-  local ok, value = pcall(redis.call, 'GET', key)
+  local ok, value = attempt('GET', key)
   local number = ok and tonumber(value or '0')
   if not number then
     foreign(key, what)
@@ -45,7 +61,7 @@ end
 -- hashSize returns the number of fields of the lock hash (0 when the key
 -- does not exist), in one command; another type at key is foreign data.
 local function hashSize(key)
-  local ok, size = pcall(redis.call, 'HLEN', key)
+  local ok, size = attempt('HLEN', key)
   if not ok then
     foreign(key)
   end
@@ -57,7 +73,7 @@ end
 -- operation (0 when none), kept in the field OWNER/seq beside the count.
 -- Another type at key is foreign data.
 local function ownHold(key, owner)
-  local ok, fields = pcall(redis.call, 'HMGET', key, owner, owner .. '/seq')
+  local ok, fields = attempt('HMGET', key, owner, owner .. '/seq')
   if not ok then
     foreign(key)
   end
@@ -99,7 +115,7 @@ end
 local function bury(tomb, seq, ttl)
   local left = redis.call('PTTL', tomb)
   local keep = math.max(left, ttl)
-  local ok, old = pcall(redis.call, 'SET', tomb, seq, 'PX', keep, 'GET')
+  local ok, old = attempt('SET', tomb, seq, 'PX', keep, 'GET')
   if not ok then
     foreign(tomb, 'tombstone') -- another type: nothing was written
   end
@@ -176,13 +192,13 @@ end
 -- purgeQueue drops the entries whose deadline passed, at most 100 a call
 -- (each call drops more), from the queue and from deadlines.
 local function purgeQueue(queue, deadlines)
-  local ok, gone = pcall(redis.call, 'ZRANGEBYSCORE', deadlines, '-inf', serverTime(), 'LIMIT', 0, 100)
+  local ok, gone = attempt('ZRANGEBYSCORE', deadlines, '-inf', serverTime(), 'LIMIT', 0, 100)
   if not ok then
     foreign(deadlines, 'deadlines')
   end
   if #gone > 0 then
     redis.call('ZREM', deadlines, unpack(gone))
-    pcall(redis.call, 'ZREM', queue, unpack(gone))
+    attempt('ZREM', queue, unpack(gone))
   end
 end
 
@@ -191,7 +207,7 @@ end
 -- is empty, or owner heads it. Expired entries are dropped first.
 local function aheadOf(queue, deadlines, owner)
   purgeQueue(queue, deadlines)
-  local ok, head = pcall(redis.call, 'ZRANGE', queue, 0, 0)
+  local ok, head = attempt('ZRANGE', queue, 0, 0)
   if not ok then
     foreign(queue, 'queue')
   end
@@ -213,7 +229,7 @@ local function enqueue(queue, owner, ticket, ttl, lease, deadlines)
   if ticket <= 0 then
     return
   end
-  local ok = pcall(redis.call, 'ZADD', queue, 'NX', ticket, owner)
+  local ok = attempt('ZADD', queue, 'NX', ticket, owner)
   if not ok then
     foreign(queue, 'queue')
   end
@@ -230,10 +246,10 @@ end
 -- fair lock's queue (deadlines, when given).
 local function dequeue(queue, owner, ticket, deadlines)
   if ticket > 0 then
-    pcall(redis.call, 'ZREM', queue, owner)
+    attempt('ZREM', queue, owner)
   end
   if deadlines then
-    pcall(redis.call, 'ZREM', deadlines, owner)
+    attempt('ZREM', deadlines, owner)
   end
 end
 
@@ -252,7 +268,7 @@ local function queueHead(queue, mode, deadlines, owner)
   if mode == 'f' then
     purgeQueue(queue, deadlines)
   end
-  local ok, first = pcall(redis.call, 'ZRANGE', queue, 0, mode == 'f' and 1 or 2)
+  local ok, first = attempt('ZRANGE', queue, 0, mode == 'f' and 1 or 2)
   if not ok then
     foreign(queue, 'queue')
   end
@@ -328,7 +344,7 @@ local handOffHold = 20
 -- hold was taken cost two), and one found for another owner is put back,
 -- for a whole handOffHold again: a hint kept a few ms longer.
 local function reservedFor(reserve, take)
-  local ok, who = pcall(redis.call, take and 'GETDEL' or 'GET', reserve)
+  local ok, who = attempt(take and 'GETDEL' or 'GET', reserve)
   if not (ok and who) then
     return nil
   end
@@ -366,7 +382,7 @@ local function announce(channel, id, mode, queue, head, reserve, stale)
   if mode == 's' then
     return
   elseif mode == 'k' then
-    local ok, registered = pcall(redis.call, 'ZRANGE', queue, 0, personalMax)
+    local ok, registered = attempt('ZRANGE', queue, 0, personalMax)
     if not ok or #registered > personalMax then
       redis.call('PUBLISH', channel, id .. ' k')
     else
@@ -441,10 +457,10 @@ end
 -- readers otherwise.
 local function dropEnded(readers, leases, now, roles)
   roles = roles or {'readers', 'readers'}
-  if not pcall(redis.call, 'HLEN', readers) then
+  if not attempt('HLEN', readers) then
     foreign(readers, roles[1])
   end
-  local ok, ended = pcall(redis.call, 'ZRANGEBYSCORE', leases, '-inf', now)
+  local ok, ended = attempt('ZRANGEBYSCORE', leases, '-inf', now)
   if not ok then
     foreign(leases, roles[2])
   end
@@ -498,11 +514,11 @@ end
 -- names the keys' roles in that error, as dropEnded's does.
 local function liveHolders(hash, leases, roles)
   roles = roles or {'readers', 'readers'}
-  if not pcall(redis.call, 'HLEN', hash) then
+  if not attempt('HLEN', hash) then
     foreign(hash, roles[1])
   end
   local now = serverTime()
-  local ok, live = pcall(redis.call, 'ZRANGEBYSCORE', leases, '(' .. now, '+inf', 'WITHSCORES')
+  local ok, live = attempt('ZRANGEBYSCORE', leases, '(' .. now, '+inf', 'WITHSCORES')
   if not ok then
     foreign(leases, roles[2])
   end
@@ -519,7 +535,7 @@ end
 -- markOf returns the owner named by the mark ('' when there is none);
 -- another type there is foreign data.
 local function markOf(mark)
-  local ok, who = pcall(redis.call, 'GET', mark)
+  local ok, who = attempt('GET', mark)
   if not ok then
     foreign(mark, 'mark')
   end

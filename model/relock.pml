@@ -157,9 +157,14 @@
  * changed. Later that day prelude.lua gained liveHolders, which
  * inspect.lua and seminspect.lua call to read readers and semaphore
  * holders: no script the model stands for calls it (lua.go gives each
- * script only the helpers it calls), so only the line changed.
+ * script only the helpers it calls), so only the line changed. On
+ * 2026-11-30 prelude.lua's pcalls became `attempt`, which catches only
+ * WRONGTYPE: any other error of a command (READONLY, OOM) fails the script
+ * as it came instead of reading as foreign data. A node's error reply is
+ * a reply the owner cannot count, which the model's lost replies already
+ * cover, so only the line changed.
  */
-/* checksum lua/prelude.lua sha256:4f001a2194cb63233ace239f753c4aeaeb082ae290c73c7e56dfc00b147102ee */
+/* checksum lua/prelude.lua sha256:2a06e9d644f5ca9d496436c67849a9e3175d9e224e069005083f2c9d7e6f6232 */
 /* checksum lua/acquire.lua sha256:bcd38b19ea4a25fe19d06a096c42ac051048bcb87696f0475fb3ea1fb5b74b67 */
 /* checksum lua/release.lua sha256:d533c9b15435041caa73bec9b70fa48bb0e39740d4595f55ffc7ad67dcf0cda1 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
@@ -662,7 +667,7 @@ inline renForget(O, I) {
 				REPAIRLATER(O) \
 			:: else -> \
 				if \
-				:: rn > N - Q -> lost[O] = true; vl[O] = 0; \
+				:: rn > N - Q -> lost[O] = true; vl[O] = 0; REPDROP(O); \
 					printf("MSC t%d %c's watchdog: %d nodes do not hold it: LOST\n", clock, 'A' + O, rn) \
 				:: else -> printf("MSC t%d %c's renewal fails (%d renewed); retried\n", clock, 'A' + O, rk) \
 				fi \
@@ -702,15 +707,19 @@ inline renForget(O, I) {
 #endif
 #define REPAIRSEND(O, D) \
 	:: d_step { ((rep[O] >> (D)) & 1) && rps[O] > 0 && count[O] > 0 && !lost[O] && vl[O] > 0 && el[O] == 0 && FREEO(O, D) -> \
-		rep[O] = rep[O] & (7 - (1 << (D))); rps[O]--; \
+		rep[O] = rep[O] & (7 - (1 << (D))); rps[O]--; REPDROP(O); \
 		oseq[O]++; rsq[O] = 0; REPSTRAY(O, D); sw[O] = 0; \
 		fg[((O)*N+(D))*FGS+FGS-1] = MSG(ACQ, oseq[O], count[O], 0, 0) | 4; sortPair((O)*N+(D)); \
 		printf("MSC t%d %c's cleaner sends its repair (ACQ seq %d count %d) to node %d\n", clock, 'A' + O, oseq[O], count[O], D); \
 		canon() }
 #define REPAIRSENDS REPAIRSEND(0, 0) REPAIRSEND(0, 1) REPAIRSEND(0, 2) REPAIRSEND(1, 0) REPAIRSEND(1, 1) REPAIRSEND(1, 2)
 /* A repair not sent by then is dropped: the hold ended, was lost or
- * expired (repairBy passed). */
-#define REPDROP(I) if :: rep[I] != 0 && (count[I] == 0 || lost[I] || vl[I] == 0) -> rep[I] = 0 :: else -> skip fi
+ * expired (repairBy passed). Each of these lasts for the rest of the hold,
+ * and so does rps[I] == 0, so the bits left then can never be sent:
+ * REPDROP clears them at once (at the tick, and in each step that ends a
+ * hold's validity or sends its last repair), so that states differing
+ * only in such dead bits are stored once. */
+#define REPDROP(I) if :: rep[I] != 0 && (rps[I] == 0 || count[I] == 0 || lost[I] || vl[I] == 0) -> rep[I] = 0 :: else -> skip fi
 #else
 #define REPAIRLATER(O) skip
 #define REPAIRSENDS
@@ -1004,6 +1013,7 @@ inline releaseAll(S, C, DL) {
 /* loseHold (hold.go): signal the loss; clear ours on every node. */
 inline loseHold() {
 	lost[o] = true; vl[o] = 0;     /* a lost hold's validity is never read again */
+	REPDROP(o);
 	oseq[o]++; RSQ0;
 	releaseAll(oseq[o], 0, LEASE)
 }
@@ -1234,7 +1244,7 @@ inline unlockStep() {
 		/* the last Unlock: its caller has left the critical section; the
 		 * hold's watchdog entry ends with it (endHold: a renewal in flight
 		 * is ignored) */
-		if :: count[o] == 1 -> vl[o] = 0; RENKILL :: else -> skip fi;
+		if :: count[o] == 1 -> vl[o] = 0; RENKILL; REPDROP(o) :: else -> skip fi;
 		sendRelease(s, count[o] - 1) };
 		d_step {
 			if :: count[o] == 1 -> clearStrays() :: else -> skip fi;
