@@ -1,8 +1,13 @@
 package pubsub
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -43,5 +48,49 @@ func TestNodePersonalChannelGoesWithItsChannel(t *testing.T) {
 	n.unwant("c")
 	if len(n.subs.want) != 0 {
 		t.Fatalf("unwanting c left %v wanted", n.subs.want)
+	}
+}
+
+// Only a read that timed out is silence. A dial or a write that times out
+// (go-redis redials and resubscribes inside a receive) means the node is
+// unreachable, and so does any other error. The errors are real ones, from
+// a loopback connection with deadlines already passed.
+func TestOnlyAReadTimeoutIsSilence(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	past := time.Now().Add(-time.Second)
+
+	_ = conn.SetReadDeadline(past)
+	_, readErr := conn.Read(make([]byte, 1))
+	_ = conn.SetWriteDeadline(past)
+	_, writeErr := conn.Write([]byte("PING\r\n"))
+	_, dialErr := (&net.Dialer{Deadline: past}).Dial("tcp", ln.Addr().String())
+
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"read timeout", readErr, true},
+		{"wrapped read timeout", fmt.Errorf("redis: %w", readErr), true},
+		{"write timeout", writeErr, false},
+		{"dial timeout", dialErr, false},
+		{"EOF", io.EOF, false},
+		{"context deadline", context.DeadlineExceeded, false},
+	} {
+		if c.err == nil {
+			t.Fatalf("%s: no error to test", c.name)
+		}
+		if got := isSilence(c.err); got != c.want {
+			t.Errorf("isSilence(%s: %v) = %v, want %v", c.name, c.err, got, c.want)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func (n *node) receiveLoop() {
 			}
 			up = true
 			n.handle(msg)
-		case !probing && isTimeout(err):
+		case !probing && isSilence(err):
 			// Silence, which is normal. Past the health interval, ask for
 			// a PING: its answer, or any message, proves the connection alive.
 			if n.health > 0 && time.Since(heard) >= n.health {
@@ -158,7 +158,14 @@ func (n *node) sleep(d time.Duration) bool {
 	}
 }
 
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+// isSilence reports whether err is a read that timed out: nothing came,
+// which is normal. A timeout of anything else is not: go-redis dials and
+// resubscribes inside a receive when the connection is gone, and a dial or
+// a write that times out there means the node is unreachable. Taken for
+// silence, it left a node that was down from the start never marked
+// unreachable, so its waiters were not woken when it came back, and may
+// have missed a release (make test-defaults, TestPubSubSubscribeWithNodeDown).
+func isSilence(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "read" && op.Timeout()
 }
