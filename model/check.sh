@@ -52,9 +52,8 @@
 #               and renew-b with those repairs (one per owner),
 #               hash-compact states, 20 GB: each passes when it completes
 #               (but for signature collisions) with 0 errors (P1-P3).
-#               repair-a does (443 million states, 19 GB, 31 min alone);
-#               repair-b stops at the memory bound, and fails (470 million
-#               states stored; model/README.md).
+#               Both do: repair-a 237 million states, 11 GB, 15 min;
+#               repair-b 321 million, 14 GB, 19 min (model/README.md).
 # The searches but fencing-full run JOBS at a time (2 unless set: one per
 # core), longest first, each taking the next one not yet taken when its
 # last ends: 3.5 min on a quiet machine (5.4 one at a time, the same hour),
@@ -162,9 +161,10 @@ configs=(
 	# in a second; and the searches of A's and B's renewal with repairs,
 	# too large for the lanes: with compressed states repair-a stopped at
 	# 20 GB (158.9 million states), so they store hash-compact signatures,
-	# as reentry does (repair-a then completes in 19 GB; repair-b does
-	# not). Not in the default run (CI): REPAIR=1 adds them after the
-	# others that run alone, ONLY=repair-a (or repair-b) runs one alone.
+	# as reentry does (both complete: 11.1 and 14.3 GB, since REPDROP
+	# drops the repair bits that can no longer be sent). Not in the
+	# default run (CI): REPAIR=1 adds them after the others that run
+	# alone, ONLY=repair-a (or repair-b) runs one alone.
 	"repair-bug dfs -DRENEW=1 -DCRASHES=0 -DREPAIR -DBUG_REPAIRSTRAY"
 	"repair-a dfs -DRENEW=1 -DCRASHES=0 -DSYMM -DREPAIR cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
 	"repair-b dfs -DRENEW=2 -DCRASHES=0 -DSYMM -DREPAIR cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"

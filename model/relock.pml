@@ -112,9 +112,9 @@
  *                         whose node is left out of the strays: P2 fails
  *                         (the repair lands after Unlock).
  *  -DRENEW=1 (or 2) -DCRASHES=0 -DSYMM -DREPAIR  renewal with its repairs:
- *                         no violation found; A's (RENEW=1) completes with
- *                         hash-compact states, B's does not in 20 GB (by
- *                         hand: check.sh's REPAIR=1).
+ *                         A's (RENEW=1) and B's both complete with
+ *                         hash-compact states, 0 errors (by hand:
+ *                         check.sh's REPAIR=1).
  *  -DNOP3                 P3 off and its ghost out of the state (a
  *                         reduction for P4 and renewal with the crash:
  *                         neither completes within 4 GB; P4 with -DSYMM
