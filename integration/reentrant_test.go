@@ -668,32 +668,67 @@ func TestReentrantForeignStringAtATombstoneIsLeftAsItWas(t *testing.T) {
 	require.Equal(t, int64(1), direct.Exists(ctx, key.Lock).Val(), "the lock is not released past the error")
 }
 
-// A node's own error at a command a script guards against foreign data is
-// the node's error, not foreign data. Under maxmemory every write fails
-// with OOM, the first one a release makes included: its tombstone's SET,
-// which used to read as "the tombstone holds a none, not a relock lock".
-// (CI met the same path as READONLY, on a master a failover had just made
-// a replica, through go-redis's default clients.) The release fails with
-// the node's error and changes nothing, whether the owner holds the lock
-// there or not.
+// A node's own error during a script's call is the node's error, not
+// foreign data. Under maxmemory every write fails with OOM, the first one a
+// release makes included: its tombstone's SET, which used to read as "the
+// tombstone holds a none, not a relock lock". (CI met the same path as
+// READONLY, on a master a failover had just made a replica, through
+// go-redis's default clients.) A replica cut off from its master with
+// replica-serve-stale-data off answers MASTERDOWN, before the script runs.
+// Either way the release fails with the node's error and changes nothing,
+// whether the owner holds the lock there or not.
 func TestReentrantNodeErrorIsNotForeignData(t *testing.T) {
-	node, direct := singleNode(t)
-	ctx := t.Context()
-	key := mustKey(t, "node-error")
-	var seq int64
-	_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
-	require.NoError(t, err)
-	require.NoError(t, direct.ConfigSet(ctx, "maxmemory", "1").Err())
-	t.Cleanup(func() { direct.ConfigSet(context.Background(), "maxmemory", "0") })
+	// Each case puts the node in its error state and returns what takes it
+	// out (the node's data is read after that: a cut-off replica answers
+	// MASTERDOWN to reads too).
+	for _, tc := range []struct {
+		code string
+		fail func(ctx context.Context, t *testing.T, direct *redis.Client) (heal func())
+	}{
+		{"OOM", func(ctx context.Context, t *testing.T, direct *redis.Client) func() {
+			require.NoError(t, direct.ConfigSet(ctx, "maxmemory", "1").Err())
+			return func() { require.NoError(t, direct.ConfigSet(context.Background(), "maxmemory", "0").Err()) }
+		}},
+		{"MASTERDOWN", func(ctx context.Context, t *testing.T, direct *redis.Client) func() {
+			// Port 1 on the node's own loopback: a master that never answers.
+			require.NoError(t, direct.ConfigSet(ctx, "replica-serve-stale-data", "no").Err())
+			require.NoError(t, direct.ReplicaOf(ctx, "127.0.0.1", "1").Err())
+			return func() {
+				require.NoError(t, direct.ReplicaOf(context.Background(), "NO", "ONE").Err())
+				require.NoError(t, direct.ConfigSet(context.Background(), "replica-serve-stale-data", "yes").Err())
+			}
+		}},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			node, direct := singleNode(t)
+			ctx := t.Context()
+			key := mustKey(t, "node-error")
+			var seq int64
+			_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
+			require.NoError(t, err)
+			heal := tc.fail(ctx, t, direct)
+			healed := false
+			t.Cleanup(func() {
+				if !healed {
+					heal()
+				}
+			})
 
-	for _, owner := range []string{"c:alice", "c:bob"} {
-		_, err = node.Release(ctx, opFor(key, owner, 0, &seq), "x")
-		var wt *reentrant.WrongTypeError
-		require.False(t, errors.As(err, &wt), "%s: a node's OOM read as foreign data: %v", owner, err)
-		require.ErrorContains(t, err, "OOM", owner)
-		require.Zero(t, direct.Exists(ctx, key.Tombstone(owner)).Val(), "%s: nothing buried", owner)
+			owners := []string{"c:alice", "c:bob"}
+			for _, owner := range owners {
+				_, err = node.Release(ctx, opFor(key, owner, 0, &seq), "x")
+				var wt *reentrant.WrongTypeError
+				require.False(t, errors.As(err, &wt), "%s: a node's %s read as foreign data: %v", owner, tc.code, err)
+				require.ErrorContains(t, err, tc.code, owner)
+			}
+			heal()
+			healed = true
+			for _, owner := range owners {
+				require.Zero(t, direct.Exists(ctx, key.Tombstone(owner)).Val(), "%s: nothing buried", owner)
+			}
+			require.Equal(t, "1", direct.HGet(ctx, key.Lock, "c:alice").Val(), "alice still holds")
+		})
 	}
-	require.Equal(t, "1", direct.HGet(ctx, key.Lock, "c:alice").Val(), "alice still holds")
 }
 
 // TestReentrantHandOffIsKeptForItsTarget: a release that hands a Mutex off
