@@ -54,6 +54,13 @@
 #               (but for signature collisions) with 0 errors (P1-P3).
 #               Both do: repair-a 237 million states, 11 GB, 15 min;
 #               repair-b 321 million, 14 GB, 19 min (model/README.md).
+#   crash-renew-a, crash-renew-b, crash-reentry: (only with CRASH=1 or
+#               ONLY naming them) renew-a, renew-b and reentry with the
+#               crash of delayed (node 1 restarts empty after more than a
+#               lease), -DSYMM (nodes 1 and 2 swapped only once node 1 is
+#               back), hash-compact states, 20 GB: each passes when it
+#               completes (but for signature collisions) with 0 errors
+#               (P1-P3).
 # The searches but fencing-full run JOBS at a time (2 unless set: one per
 # core), longest first, each taking the next one not yet taken when its
 # last ends: 3.5 min on a quiet machine (5.4 one at a time, the same hour),
@@ -118,7 +125,8 @@ configs=(
 	"delayed dfs"
 	# Renewal (the watchdog's rounds), no crash: A renews its hold until it
 	# unlocks; B renews its hold for ever. -DSYMM stores states that differ
-	# only by swapping nodes 1 and 2 once (sound without the crash).
+	# only by swapping nodes 1 and 2 once (with the crash: once node 1 is
+	# back, see crash-renew-a below).
 	"renew-a dfs -DRENEW=1 -DCRASHES=0 -DSYMM"
 	"renew-b dfs -DRENEW=2 -DCRASHES=0 -DSYMM"
 	# Progress (P5) under the contention design.
@@ -168,6 +176,14 @@ configs=(
 	"repair-bug dfs -DRENEW=1 -DCRASHES=0 -DREPAIR -DBUG_REPAIRSTRAY"
 	"repair-a dfs -DRENEW=1 -DCRASHES=0 -DSYMM -DREPAIR cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
 	"repair-b dfs -DRENEW=2 -DCRASHES=0 -DSYMM -DREPAIR cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
+	# Renewal and re-entry with the crash (node 1 restarts empty after more
+	# than a lease, as in delayed): -DSYMM swaps nodes 1 and 2 once node 1
+	# is back, hash-compact states as reentry. Not in the default run (CI):
+	# CRASH=1 adds them after the others that run alone, ONLY=crash-renew-a
+	# (crash-renew-b, crash-reentry) runs one alone.
+	"crash-renew-a dfs -DRENEW=1 -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
+	"crash-renew-b dfs -DRENEW=2 -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
+	"crash-reentry dfs -DREENTRY -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
 )
 # The order the searches are built and start in: longest first (see
 # model/README.md's table), so that the lanes end close together. Then
@@ -200,6 +216,7 @@ optin() {
 optin BOTH renew-both
 optin REENTRY reentry
 optin REPAIR repair-a repair-b
+optin CRASH crash-renew-a crash-renew-b crash-reentry
 
 # ONLY="NAME..." keeps only the searches named (ONLY=fencing-full: that one).
 if [ -n "${ONLY:-}" ]; then
@@ -413,6 +430,9 @@ passes renew-both
 passes reentry
 passes repair-a
 passes repair-b
+passes crash-renew-a
+passes crash-renew-b
+passes crash-reentry
 
 if [ "${FINDINGS:-0}" = 1 ] && ran fencing; then
 	cat "$work/fencing.report"

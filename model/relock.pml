@@ -84,7 +84,7 @@
  *  (none)                 delayed restart: P1, P2, P3 hold (exhaustive).
  *  -DRENEW=1 -DCRASHES=0 -DSYMM  A renews until it unlocks: P1-P3 hold
  *                         (exhaustive; -DSYMM: nodes 1 and 2 swapped into
- *                         one order, sound without the crash).
+ *                         one order; with the crash, once node 1 is back).
  *  -DRENEW=2 -DCRASHES=0 -DSYMM  B renews for ever: P1-P3 hold (exhaustive).
  *  -DPROGRESS             P5 (and P1-P3) hold (exhaustive).
  *  -DRENEW=3 -DBUG_RENEWLATE  a renewal valid from its reply: P1 fails.
@@ -478,14 +478,21 @@ inline script(d, p, k, sq, c, fl) {
 #define RENREPLY(P)
 #endif
 
-/* -DSYMM, only without the crash (and not with PROGRESS, where node 1 is
- * down): nodes 1 and 2 are interchangeable (node 0 is the tie-breaker; no
- * step, property or owner variable names node 1 or 2 apart), so after
- * each delivery and tick the world swaps their whole state (lock hash,
- * TTLs, tombstones, fencing counter, requests in flight to them, clean-ups
- * and replies) when node 2's comes first in a fixed order: symmetric
- * states are stored once. (A trail then may name node 1 for node 2.) */
-#if defined(SYMM) && CRASHES == 0 && !defined(PROGRESS)
+/* -DSYMM (not with PROGRESS, where node 1 is down for good): nodes 1 and 2
+ * are interchangeable (node 0 is the tie-breaker; no step, property or
+ * owner variable names node 1 or 2 apart, but the crash), so after each
+ * delivery and tick the world swaps their whole state (lock hash, TTLs,
+ * tombstones, fencing counter, requests in flight to them, clean-ups and
+ * replies) when node 2's comes first in a fixed order: symmetric states
+ * are stored once. With the crash, only once node 1 has crashed and is
+ * back: until then it is the node that may crash, or is down. (A trail
+ * then may name node 1 for node 2.) */
+#if CRASHES
+#define SWAPPABLE (crashed && down == 0)
+#else
+#define SWAPPABLE true
+#endif
+#if defined(SYMM) && !defined(PROGRESS)
 #define CMPV(X1, X2) if :: c == 0 && (X1) < (X2) -> c = 1 :: c == 0 && (X1) > (X2) -> c = 2 :: else -> skip fi
 #define SWP(X, Y) y = X; X = Y; Y = y
 #define NKEY(d) ((((((ncnt[2*(d)]*4 + ncnt[2*(d)+1])*16 + nseq[2*(d)])*16 + nseq[2*(d)+1])*4 + nttl[d])*4 + nfence[d])*4096 + \
@@ -504,6 +511,7 @@ inline script(d, p, k, sq, c, fl) {
 #endif
 inline canon() {
 	c = 0;
+	if :: !SWAPPABLE -> c = 3 :: else -> skip fi;
 	CMPV(NKEY(1), NKEY(2));
 	CMPV(fg[1*FGS], fg[2*FGS]); CMPV(fg[1*FGS+1], fg[2*FGS+1]);
 	CMPV(fg[4*FGS], fg[5*FGS]); CMPV(fg[4*FGS+1], fg[5*FGS+1]);
