@@ -115,6 +115,10 @@
  *                         A's (RENEW=1) and B's both complete with
  *                         hash-compact states, 0 errors (by hand:
  *                         check.sh's REPAIR=1).
+ *  -DRENEW=1 (or 2) -DSYMM  renewal with the crash: A's and B's complete
+ *                         with hash-compact states, 0 errors (by hand:
+ *                         check.sh's CRASH=1). -DREENTRY -DSYMM (re-entry
+ *                         with the crash) does not complete within 20 GB.
  *  -DNOP3                 P3 off and its ghost out of the state (a
  *                         reduction for P4 and renewal with the crash:
  *                         neither completes within 4 GB; P4 with -DSYMM
