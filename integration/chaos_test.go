@@ -107,9 +107,10 @@ func TestChaos(t *testing.T) {
 			explicit: [2]time.Duration{time.Second, 3 * time.Second},
 			duration: main, majorityAt: main * 3 / 4, restarts: true, seed: seed + 1})
 	})
-	t.Logf("chaos: reproduce with: RELOCK_CHAOS_SEED=%d RELOCK_CHAOS_DURATION=%v "+
+	// From the repository's root: integration is a module of its own.
+	t.Logf("chaos: reproduce with: cd integration && RELOCK_CHAOS_SEED=%d RELOCK_CHAOS_DURATION=%v "+
 		"TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 RELOCK_REDIS_IMAGE=relock/redis:7 "+
-		"go test -race -count=1 -timeout %v -run 'TestChaos' -v ./integration/", seed, total, max(10*time.Minute, 2*total+5*time.Minute))
+		"go test -race -count=1 -timeout %v -run 'TestChaos' -v .", seed, total, max(10*time.Minute, 2*total+5*time.Minute))
 }
 
 // chaosSettings reads RELOCK_CHAOS_SEED and RELOCK_CHAOS_DURATION.
