@@ -706,13 +706,8 @@ func TestReentrantNodeErrorIsNotForeignData(t *testing.T) {
 			var seq int64
 			_, err := node.Acquire(ctx, opFor(key, "c:alice", 1, &seq))
 			require.NoError(t, err)
-			heal := tc.fail(ctx, t, direct)
-			healed := false
-			t.Cleanup(func() {
-				if !healed {
-					heal()
-				}
-			})
+			heal := sync.OnceFunc(tc.fail(ctx, t, direct))
+			t.Cleanup(heal) // if the test ends before it heals the node
 
 			owners := []string{"c:alice", "c:bob"}
 			for _, owner := range owners {
@@ -722,7 +717,6 @@ func TestReentrantNodeErrorIsNotForeignData(t *testing.T) {
 				require.ErrorContains(t, err, tc.code, owner)
 			}
 			heal()
-			healed = true
 			for _, owner := range owners {
 				require.Zero(t, direct.Exists(ctx, key.Tombstone(owner)).Val(), "%s: nothing buried", owner)
 			}
