@@ -154,6 +154,7 @@ func runChaos(t *testing.T, p phase) {
 	t.Logf("setup (reset, links, warm-up, clients) took %v", time.Since(setup).Round(time.Millisecond))
 	rec := newRecorder()
 	probe := startStallProbe(rec)
+	pulse := startNodePulse(c.Nodes, rec.start)
 	names := make([]string, chaosNames)
 	resources := map[string]*fencedResource{}
 	for i := range names {
@@ -176,6 +177,7 @@ func runChaos(t *testing.T, p phase) {
 	close(stop)
 	workers.Wait()
 	probe.close()
+	pulse.close()
 	drained := time.Now()
 	f.finish(ctx)
 	healed := time.Now()
@@ -212,6 +214,7 @@ func runChaos(t *testing.T, p phase) {
 	}
 
 	t.Logf("chaos waits [%s]: %s", p.name, waits.summary())
+	t.Logf("chaos pulse [%s] (straight PINGs every %v): %s", p.name, pulseBeat, pulse.summary())
 	judge(t, p, rec, probe, f, resources, losses, fam)
 }
 
