@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,7 +78,7 @@ func (p *nodePulse) run(node int, rdb *redis.Client) {
 		ctx, cancel := context.WithTimeout(context.Background(), pulseWait)
 		err := rdb.Ping(ctx).Err()
 		cancel()
-		b := beat{at: sent.Sub(p.start), took: time.Since(sent), failed: err != nil && !errors.Is(err, redis.Nil)}
+		b := beat{at: sent.Sub(p.start), took: time.Since(sent), failed: err != nil}
 		p.mu.Lock()
 		p.beats[node] = append(p.beats[node], b)
 		p.mu.Unlock()
