@@ -154,7 +154,7 @@ func runChaos(t *testing.T, p phase) {
 	t.Logf("setup (reset, links, warm-up, clients) took %v", time.Since(setup).Round(time.Millisecond))
 	rec := newRecorder()
 	probe := startStallProbe(rec)
-	pulse := startNodePulse(c.Nodes, rec.start)
+	pulse := startNodePulse(pulseTargets(c.Nodes, sets), rec.start)
 	names := make([]string, chaosNames)
 	resources := map[string]*fencedResource{}
 	for i := range names {
@@ -214,7 +214,8 @@ func runChaos(t *testing.T, p phase) {
 	}
 
 	t.Logf("chaos waits [%s]: %s", p.name, waits.summary())
-	t.Logf("chaos pulse [%s] (straight PINGs every %v): %s", p.name, pulseBeat, pulse.summary())
+	t.Logf("chaos pulse [%s] (PINGs every %v), straight: %s", p.name, pulseBeat, pulse.summary("node"))
+	t.Logf("chaos pulse [%s], through the links: %s", p.name, pulse.summary("A→")+"; "+pulse.summary("B→"))
 	judge(t, p, rec, probe, f, resources, losses, fam)
 }
 

@@ -26,18 +26,21 @@ const (
 	pulseQuick = 100 * time.Millisecond
 )
 
-// nodePulse PINGs every node straight, bypassing the links and the lock
-// clients, at a steady beat during a chaos phase. When every lock call to
-// a node times out, it tells a node (or the machine's path to its
-// container) that did not answer in time from a client that failed to use
-// one that did.
+// nodePulse PINGs every node, straight and through each link, with
+// clients of its own (not the lock clients'), at a steady beat during a
+// chaos phase. When every lock call to a node times out, it tells a node
+// (or the machine's path to its container) that did not answer in time, or
+// a link that did not carry the answer, from a lock client that failed to
+// use a path that worked.
 type nodePulse struct {
 	start time.Time
 	stop  chan struct{}
 	wg    sync.WaitGroup
 
+	targets []pulseTarget
+
 	mu    sync.Mutex
-	beats [][]beat // per node, in time order
+	beats [][]beat // per target, in time order
 }
 
 // beat is one PING: when it was sent (since start), how long it took, and
@@ -47,13 +50,32 @@ type beat struct {
 	failed   bool
 }
 
-// startNodePulse starts one pulse goroutine per node, each with a client of
-// its own (one connection, no retries) so that it waits on no other
-// caller's pool.
-func startNodePulse(nodes []*fixture.Node, start time.Time) *nodePulse {
-	p := &nodePulse{start: start, stop: make(chan struct{}), beats: make([][]beat, len(nodes))}
+// pulseTarget is one address the pulse PINGs: a node's own, or a link's.
+type pulseTarget struct{ name, addr string }
+
+// pulseTargets are every node, straight, and every link of sets
+// (sets[client][node]), named "A→node0" and so on: a link that stays silent
+// while its node answers points at the link, or at the proxy.
+func pulseTargets(nodes []*fixture.Node, sets [][]*fixture.Link) []pulseTarget {
+	var out []pulseTarget
 	for i, n := range nodes {
-		o := fixture.ClientOptions(n.Addr())
+		out = append(out, pulseTarget{fmt.Sprintf("node%d", i), n.Addr()})
+	}
+	for c, links := range sets {
+		for i, l := range links {
+			out = append(out, pulseTarget{fmt.Sprintf("%c→node%d", 'A'+c, i), l.Addr()})
+		}
+	}
+	return out
+}
+
+// startNodePulse starts one pulse goroutine per target, each with a client
+// of its own (one connection, no retries) so that it waits on no other
+// caller's pool.
+func startNodePulse(targets []pulseTarget, start time.Time) *nodePulse {
+	p := &nodePulse{start: start, stop: make(chan struct{}), targets: targets, beats: make([][]beat, len(targets))}
+	for i, tg := range targets {
+		o := fixture.ClientOptions(tg.addr)
 		o.PoolSize, o.MaxRetries = 1, -1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = pulseWait, pulseWait, pulseWait
 		rdb := redis.NewClient(o)
@@ -65,7 +87,7 @@ func startNodePulse(nodes []*fixture.Node, start time.Time) *nodePulse {
 	return p
 }
 
-func (p *nodePulse) run(node int, rdb *redis.Client) {
+func (p *nodePulse) run(target int, rdb *redis.Client) {
 	tick := time.NewTicker(pulseBeat)
 	defer tick.Stop()
 	for {
@@ -80,7 +102,7 @@ func (p *nodePulse) run(node int, rdb *redis.Client) {
 		cancel()
 		b := beat{at: sent.Sub(p.start), took: time.Since(sent), failed: err != nil}
 		p.mu.Lock()
-		p.beats[node] = append(p.beats[node], b)
+		p.beats[target] = append(p.beats[target], b)
 		p.mu.Unlock()
 	}
 }
@@ -116,13 +138,17 @@ func longestSilence(beats []beat) silence {
 	return worst
 }
 
-// summary reports, per node, the beats, the failures, the median and the
-// slowest answer, and the longest silence.
-func (p *nodePulse) summary() string {
+// summary reports, per target whose name starts with prefix, the beats,
+// the failures, the median and the slowest answer, and the longest
+// silence.
+func (p *nodePulse) summary(prefix string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var parts []string
-	for node, beats := range p.beats {
+	for i, beats := range p.beats {
+		if !strings.HasPrefix(p.targets[i].name, prefix) {
+			continue
+		}
 		var took []time.Duration
 		failed := 0
 		for _, b := range beats {
@@ -138,8 +164,8 @@ func (p *nodePulse) summary() string {
 			median, slowest = took[len(took)/2], took[len(took)-1]
 		}
 		s := longestSilence(beats)
-		parts = append(parts, fmt.Sprintf("node%d %d pings %d failed p50 %v max %v longest silence %v (%+.1fs to %+.1fs)",
-			node, len(beats), failed, median.Round(10*time.Microsecond), slowest.Round(time.Millisecond),
+		parts = append(parts, fmt.Sprintf("%s %d pings %d failed p50 %v max %v longest silence %v (%+.1fs to %+.1fs)",
+			p.targets[i].name, len(beats), failed, median.Round(10*time.Microsecond), slowest.Round(time.Millisecond),
 			(s.to-s.from).Round(time.Millisecond), s.from.Seconds(), s.to.Seconds()))
 	}
 	return strings.Join(parts, "; ")
