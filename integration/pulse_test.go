@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	// pulseBeat is how often nodePulse PINGs each node.
+	// pulseBeat is how often nodePulse PINGs each target.
 	pulseBeat = 250 * time.Millisecond
 	// pulseWait bounds one PING: a longer silence is a failed beat.
 	pulseWait = time.Second
@@ -113,11 +113,11 @@ func (p *nodePulse) close() {
 	p.wg.Wait()
 }
 
-// silence is a stretch of time in which a node gave no quick answer.
+// silence is a stretch of time in which a target gave no quick answer.
 type silence struct{ from, to time.Duration }
 
-// longestSilence is node's longest stretch from a beat that got no quick
-// answer to the next beat that did (or the last beat).
+// longestSilence is a target's longest stretch from a beat that got no
+// quick answer to the next beat that did (or to the end of the last beat).
 func longestSilence(beats []beat) silence {
 	var worst, cur silence
 	open := false
