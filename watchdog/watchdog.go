@@ -215,6 +215,11 @@ func (w *Watchdog) renewBatch(batch []*Entry) {
 	for i, e := range batch {
 		values[i] = e.value
 	}
+	// The next renewal of a renewed lock is due every interval from this
+	// round's start, not its end: a round that took long on a loaded
+	// machine must not stretch the interval by its own length (a lease
+	// renewed every third of it would then go two thirds unrenewed).
+	start := time.Now()
 	outcomes := w.renew(w.ctx, values)
 	now := time.Now()
 
@@ -237,7 +242,7 @@ func (w *Watchdog) renewBatch(batch []*Entry) {
 		case o.Renewed:
 			e.validUntil = o.ValidUntil
 			e.timer.Reset(e.untilLoss(o.ValidUntil))
-			e.due = now.Add(e.every)
+			e.due = start.Add(e.every)
 		default:
 			// Retry well before the deadline: one slow node or a blip must
 			// not lose the lock.

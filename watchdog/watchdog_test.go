@@ -200,3 +200,39 @@ func TestCloseStopsEverything(t *testing.T) {
 		t.Fatal("a loss callback ran after Close")
 	}
 }
+
+// TestIntervalCountsFromTheRoundsStart: renewals that take most of the
+// interval still come once an interval, not once an interval plus the
+// round's own length.
+func TestIntervalCountsFromTheRoundsStart(t *testing.T) {
+	const every, took = 600 * time.Millisecond, 300 * time.Millisecond
+	var mu sync.Mutex
+	var starts []time.Time
+	slow := func(_ context.Context, values []any) []watchdog.Outcome {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		time.Sleep(took)
+		return []watchdog.Outcome{{Renewed: true, ValidUntil: time.Now().Add(3 * every)}}
+	}
+	w := watchdog.New(slow, watchdog.Options{})
+	defer w.Close()
+	w.Watch("x", every, time.Now().Add(3*every), func(bool) {})
+	time.Sleep(5*every + every/2) // five rounds
+	mu.Lock()
+	defer mu.Unlock()
+	var gaps []time.Duration
+	for i := 1; i < len(starts); i++ {
+		gaps = append(gaps, starts[i].Sub(starts[i-1]))
+	}
+	if len(gaps) < 3 {
+		t.Fatalf("only %d rounds in %v: %v", len(starts), 5*every+every/2, gaps)
+	}
+	// Counted from the round's end the gaps would be every + took (900 ms);
+	// from its start, every (600 ms), plus the timers' lateness. The median
+	// tells them apart with room for a loaded machine's stalls.
+	slices.Sort(gaps)
+	if median := gaps[len(gaps)/2]; median >= every+took/2 {
+		t.Fatalf("median gap between round starts %v, want about %v (sorted gaps %v)", median, every, gaps)
+	}
+}
