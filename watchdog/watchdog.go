@@ -215,10 +215,11 @@ func (w *Watchdog) renewBatch(batch []*Entry) {
 	for i, e := range batch {
 		values[i] = e.value
 	}
-	// The next renewal of a renewed lock is due every interval from this
-	// round's start, not its end: a round that took long on a loaded
-	// machine must not stretch the interval by its own length (a lease
-	// renewed every third of it would then go two thirds unrenewed).
+	// The next renewal of a renewed lock is due an interval after this
+	// round's start, not its end: a round that takes long on a loaded
+	// machine must not stretch the interval by its own length (with an
+	// interval of a third of the lease, a round as long again would leave
+	// two thirds of the lease between one renewal and the next).
 	start := time.Now()
 	outcomes := w.renew(w.ctx, values)
 	now := time.Now()
