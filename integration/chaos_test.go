@@ -214,8 +214,8 @@ func runChaos(t *testing.T, p phase) {
 	}
 
 	t.Logf("chaos waits [%s]: %s", p.name, waits.summary())
-	t.Logf("chaos pulse [%s] (PINGs every %v), straight: %s", p.name, pulseBeat, pulse.summary("node"))
-	t.Logf("chaos pulse [%s], through the links: %s", p.name, pulse.summary("A→")+"; "+pulse.summary("B→"))
+	t.Logf("chaos pulse [%s] (PINGs every %v), straight: %s", p.name, pulseBeat, pulse.summary(false))
+	t.Logf("chaos pulse [%s], through the links: %s", p.name, pulse.summary(true))
 	judge(t, p, rec, probe, f, resources, losses, fam)
 }
 

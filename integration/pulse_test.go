@@ -51,7 +51,10 @@ type beat struct {
 }
 
 // pulseTarget is one address the pulse PINGs: a node's own, or a link's.
-type pulseTarget struct{ name, addr string }
+type pulseTarget struct {
+	name, addr string
+	link       bool
+}
 
 // pulseTargets are every node, straight, and every link of sets
 // (sets[client][node]), named "A→node0" and so on: a link that stays silent
@@ -59,11 +62,11 @@ type pulseTarget struct{ name, addr string }
 func pulseTargets(nodes []*fixture.Node, sets [][]*fixture.Link) []pulseTarget {
 	var out []pulseTarget
 	for i, n := range nodes {
-		out = append(out, pulseTarget{fmt.Sprintf("node%d", i), n.Addr()})
+		out = append(out, pulseTarget{name: fmt.Sprintf("node%d", i), addr: n.Addr()})
 	}
 	for c, links := range sets {
 		for i, l := range links {
-			out = append(out, pulseTarget{fmt.Sprintf("%c→node%d", 'A'+c, i), l.Addr()})
+			out = append(out, pulseTarget{name: fmt.Sprintf("%c→node%d", 'A'+c, i), addr: l.Addr(), link: true})
 		}
 	}
 	return out
@@ -138,15 +141,15 @@ func longestSilence(beats []beat) silence {
 	return worst
 }
 
-// summary reports, per target whose name starts with prefix, the beats,
-// the failures, the median and the slowest answer, and the longest
-// silence.
-func (p *nodePulse) summary(prefix string) string {
+// summary reports, per target (the links' when links, else the nodes'),
+// the beats, the failures, the median and the slowest answer, and the
+// longest silence.
+func (p *nodePulse) summary(links bool) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var parts []string
 	for i, beats := range p.beats {
-		if !strings.HasPrefix(p.targets[i].name, prefix) {
+		if p.targets[i].link != links {
 			continue
 		}
 		var took []time.Duration

@@ -3,7 +3,6 @@ package integration_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -316,12 +315,14 @@ func requireRenewedOnQuorum(tb testing.TB, ctx context.Context, prefix string, m
 	const nodes, quorum = 3, 2
 	heldOn := make([]int, len(mutexes))
 	lagging := 0
-	least := time.Duration(math.MaxInt64)
+	var least time.Duration // the least PTTL of a held copy; 0 while none is
 	for node := range nodes {
 		for i, left := range leasesLeft(tb, ctx, node, prefix, len(mutexes)) {
 			if left > 0 {
 				heldOn[i]++
-				least = min(least, left)
+				if least == 0 || left < least {
+					least = left
+				}
 			}
 			if left <= time.Second {
 				lagging++
