@@ -43,7 +43,9 @@
  *
  * Owners. A: Lock, Unlock (-DAGAIN: Lock, Unlock, Lock; -DREENTRY: Lock,
  * Lock, Unlock, Unlock). B: Lock (-DBUNLOCK: Lock, Unlock). A Lock makes at
- * most ATTEMPTS attempts, then ends without the lock (its ctx ended). A
+ * most ATTEMPTS attempts (B: BATTEMPTS, ATTEMPTS unless set), then ends
+ * without the lock (its ctx ended); an attempt that fails but took the
+ * tie-breaker keeps what it took while attempts are left. A
  * first hold draws a counter fencing token only with -DFENCE (drawToken's
  * extra round; without it the hold starts when the acquire quorum is
  * counted, earlier, so P1 without it covers P1 with it). With -DRENEW=m
@@ -54,8 +56,11 @@
  * extends the belief to NL ticks from when the round was SENT, too many
  * "not held" mark the hold lost. With -DREPAIR a round that renewed also
  * writes the hold back on the nodes that answered "not held" (repairLater,
- * REPAIRSEND), up to REPAIRS (1) repairs an owner; the fill-in after a
- * hand-off or a keeper's win (fillInLater) is not modelled.
+ * REPAIRSEND), up to REPAIRS (1) repairs an owner. With -DFILLIN a keeper
+ * whose retry wins writes its hold, through the cleaner, on the nodes where
+ * another owner's hold refused it (fillInLater, FILLSEND), up to FILLS (2)
+ * sends an owner; the fill-in after a hand-off is not modelled (nor is the
+ * hand-off).
  * With -DPROGRESS, a progress configuration (see PROGRESS, WOKEN): node 1
  * is down for good, the network is quiet, A and B each Lock with up to
  * ATTEMPTS (3) attempts, with the contention design's probe.
@@ -119,6 +124,16 @@
  *                         with hash-compact states, 0 errors (by hand:
  *                         check.sh's CRASH=1). -DREENTRY -DSYMM (re-entry
  *                         with the crash) does not complete within 20 GB.
+ *  -DATTEMPTS=2 -DBATTEMPTS=1 -DFILLIN -DCRASHES=0 -DSYMM  A keeps and
+ *                         fills in: P1-P3 hold (hash-compact; by hand:
+ *                         check.sh's KEEP=1).
+ *  -DATTEMPTS=2 -DBATTEMPTS=1 -DFILLIN -DCRASHES=0 -DBUG_FILLSTRAY  a
+ *                         fill-in whose node is left out of the strays:
+ *                         P2 fails (the fill-in lands after Unlock).
+ *  -DATTEMPTS=2 -DBATTEMPTS=1 -DCRASHES=0 -DBUG_NOSTRAYS  no node ever
+ *                         marked a stray: P2 fails (a failed attempt's
+ *                         acquire lands after Unlock's release skipped the
+ *                         tombstone).
  *  -DNOP3                 P3 off and its ghost out of the state (a
  *                         reduction for P4 and renewal with the crash:
  *                         neither completes within 4 GB; P4 with -DSYMM
@@ -199,6 +214,12 @@
 #define ATTEMPTS 1
 #endif
 #endif
+/* -DBATTEMPTS=n: B makes n attempts, A ATTEMPTS (B's own bound keeps a
+ * search of A's keeping small). ATT(p): owner p's bound. */
+#ifndef BATTEMPTS
+#define BATTEMPTS ATTEMPTS
+#endif
+#define ATT(p) ((p) == 0 -> ATTEMPTS : BATTEMPTS)
 #ifndef DUPS
 #define DUPS 0
 #endif
@@ -349,6 +370,40 @@ byte rgot[2*N];
 #endif
 byte rep[2];
 byte rps[2] = REPAIRS;
+#endif
+#if RENEW > 0
+#define RSQZ(O) rsq[O] = 0
+#else
+#define RSQZ(O) skip
+#endif
+#ifndef FILLS
+#define FILLS 2
+#endif
+/* Fill-ins (-DFILLIN): lock/hold.go attempt's fillInLater. An acquisition
+ * that wins while its owner keeps what an earlier attempt took (a keeper;
+ * a hand-off's target is the other case, and the hand-off is not
+ * modelled) writes its hold, through the cleaner, on the nodes where
+ * another owner's hold refused it (refusedBy: R_HELD), by hold.repairOp as
+ * a repair does, and sends it again while that hold refuses it, until
+ * by = min(ValidUntil, now + lease/3). fil[p]: the nodes (bit d) with a
+ * fill-in of owner p pending; fdl[p]: ticks left to send them (2: a third
+ * of a lease from a moment inside the current tick ends before the second
+ * tick from now); fls[p]: sends p may still make (FILLS: the cleaner's
+ * backoff makes a few tries by then; a bound that keeps seqs bounded). */
+#ifdef FILLIN
+#ifdef FENCE
+#error "-DFILLIN is modelled without -DFENCE"
+#endif
+byte fil[2];
+byte fdl[2];
+byte fls[2] = FILLS;
+#endif
+/* UNLOCKS(p): owner p calls Unlock (B only with -DBUNLOCK): only its
+ * strays are ever read (see markStrays). */
+#ifdef BUNLOCK
+#define UNLOCKS(p) 1
+#else
+#define UNLOCKS(p) ((p) == 0)
 #endif
 /* Ghosts: the last token handed out (P4); ticks since each owner's last
  * request that can write a hold, up to P3LIM (P3). */
@@ -513,6 +568,15 @@ inline script(d, p, k, sq, c, fl) {
 #define CMPREN skip
 #define SWPREN skip
 #endif
+#ifdef FILLIN
+#define FILB(o, d) ((fil[o] >> (d)) & 1)
+#define SWPFILB(o) if :: FILB(o, 1) != FILB(o, 2) -> fil[o] = fil[o] ^ 6 :: else -> skip fi
+#define CMPFIL CMPV(FILB(0, 1), FILB(0, 2)); CMPV(FILB(1, 1), FILB(1, 2))
+#define SWPFIL SWPFILB(0); SWPFILB(1)
+#else
+#define CMPFIL skip
+#define SWPFIL skip
+#endif
 inline canon() {
 	c = 0;
 	if :: !SWAPPABLE -> c = 3 :: else -> skip fi;
@@ -523,6 +587,7 @@ inline canon() {
 	CMPV(got[1], got[2]); CMPV(got[N+1], got[N+2]);
 	CMPV(str[1], str[2]); CMPV(str[N+1], str[N+2]);
 	CMPREN;
+	CMPFIL;
 	if
 	:: c == 2 ->
 		SWP(ncnt[2], ncnt[4]); SWP(ncnt[3], ncnt[5]); SWP(nseq[2], nseq[4]); SWP(nseq[3], nseq[5]);
@@ -533,7 +598,8 @@ inline canon() {
 		SWP(bg[1], bg[2]); SWP(bg[N+1], bg[N+2]);
 		SWP(got[1], got[2]); SWP(got[N+1], got[N+2]);
 		SWP(str[1], str[2]); SWP(str[N+1], str[N+2]);
-		SWPREN
+		SWPREN;
+		SWPFIL
 	:: else -> skip
 	fi;
 	c = 0; y = 0
@@ -691,6 +757,18 @@ inline renForget(O, I) {
 #define RENEND(O)
 #endif
 
+/* The cleaner's acquire for owner O on node D (cleanup_run.go;
+ * hold.repairOp), a repair's or a fill-in's. CLEANERMAYSEND: O holds
+ * (count > 0, not lost, validity left) and has no operation on the wire
+ * (repairOp's opMu.TryLock; a renewal round in flight does not hold opMu),
+ * and the pair has a free slot. CLEANERSEND: acquire.lua with the owner's
+ * count and a fresh seq (h.op); D joins the strays (STRAY: repairOp), and
+ * the reply only counts it, so it goes out as an orphan. */
+#define CLEANERMAYSEND(O, D) (count[O] > 0 && !lost[O] && vl[O] > 0 && el[O] == 0 && FREEO(O, D))
+#define CLEANERSEND(O, D, STRAY) \
+	oseq[O]++; RSQZ(O); STRAY; sw[O] = 0; \
+	fg[((O)*N+(D))*FGS+FGS-1] = MSG(ACQ, oseq[O], count[O], 0, 0) | 4; sortPair((O)*N+(D))
+
 #ifdef REPAIR
 /* REPAIRLATER(O): Client.repairLater for the nodes the round found
  * without the hold (while the owner has repairs left to send). */
@@ -718,10 +796,9 @@ inline renForget(O, I) {
 #define REPSTRAY(O, D) str[(O)*N+(D)] = true
 #endif
 #define REPAIRSEND(O, D) \
-	:: d_step { ((rep[O] >> (D)) & 1) && rps[O] > 0 && count[O] > 0 && !lost[O] && vl[O] > 0 && el[O] == 0 && FREEO(O, D) -> \
+	:: d_step { ((rep[O] >> (D)) & 1) && rps[O] > 0 && CLEANERMAYSEND(O, D) -> \
 		rep[O] = rep[O] & (7 - (1 << (D))); rps[O]--; REPDROP(O); \
-		oseq[O]++; rsq[O] = 0; REPSTRAY(O, D); sw[O] = 0; \
-		fg[((O)*N+(D))*FGS+FGS-1] = MSG(ACQ, oseq[O], count[O], 0, 0) | 4; sortPair((O)*N+(D)); \
+		CLEANERSEND(O, D, REPSTRAY(O, D)); \
 		printf("MSC t%d %c's cleaner sends its repair (ACQ seq %d count %d) to node %d\n", clock, 'A' + O, oseq[O], count[O], D); \
 		canon() }
 #define REPAIRSENDS REPAIRSEND(0, 0) REPAIRSEND(0, 1) REPAIRSEND(0, 2) REPAIRSEND(1, 0) REPAIRSEND(1, 1) REPAIRSEND(1, 2)
@@ -731,12 +808,56 @@ inline renForget(O, I) {
  * REPDROP clears them at once (at the tick, and in each step that ends a
  * hold's validity or sends its last repair), so that states differing
  * only in such dead bits are stored once. */
-#define REPDROP(I) if :: rep[I] != 0 && (rps[I] == 0 || count[I] == 0 || lost[I] || vl[I] == 0) -> rep[I] = 0 :: else -> skip fi
+#define REPAIRDROP(I) if :: rep[I] != 0 && (rps[I] == 0 || count[I] == 0 || lost[I] || vl[I] == 0) -> rep[I] = 0 :: else -> skip fi
 #else
 #define REPAIRLATER(O) skip
 #define REPAIRSENDS
-#define REPDROP(I) skip
+#define REPAIRDROP(I) skip
 #endif
+
+#ifdef FILLIN
+/* FILLINLATER: fillInLater for the nodes where another owner's hold
+ * refused the winning attempt of a keeper (called before keeping ends). */
+#define FILLINLATER \
+	if \
+	:: keeping && fls[o] > 0 -> \
+		fil[o] = (got[o*N] == R_HELD) | (got[o*N+1] == R_HELD) * 2 | (got[o*N+2] == R_HELD) * 4; \
+		if :: fil[o] != 0 -> fdl[o] = 2 :: else -> skip fi \
+	:: else -> skip \
+	fi
+/* FILLSEND(O, D): node D's cleaner sends O's fill-in there, as
+ * REPAIRSEND does (hold.repairOp: the same guards, count and strays), at
+ * any moment before its deadline, and again while it has sends left
+ * (cleanup_run.go sends it again only while another owner's hold refuses
+ * it; sending it again whatever the reply is a superset).
+ * -DBUG_FILLSTRAY (a seeded bug) leaves D out of the strays. */
+#ifdef BUG_FILLSTRAY
+#define FILLSTRAY(O, D) skip
+#else
+#define FILLSTRAY(O, D) if :: UNLOCKS(O) -> str[(O)*N+(D)] = true :: else -> skip fi
+#endif
+#define FILLSEND(O, D) \
+	:: d_step { ((fil[O] >> (D)) & 1) && fls[O] > 0 && fdl[O] > 0 && CLEANERMAYSEND(O, D) -> \
+		fls[O]--; \
+		CLEANERSEND(O, D, FILLSTRAY(O, D)); \
+		printf("MSC t%d %c's cleaner sends its fill-in (ACQ seq %d count %d) to node %d\n", clock, 'A' + O, oseq[O], count[O], D); \
+		REPDROP(O); canon() }
+#define FILLSENDS FILLSEND(0, 0) FILLSEND(0, 1) FILLSEND(0, 2) FILLSEND(1, 0) FILLSEND(1, 1) FILLSEND(1, 2)
+/* A fill-in past its deadline, of a hold that ended, was lost or expired,
+ * or with no sends left, can never be sent: cleared at once, as REPAIRDROP
+ * does, so that such dead state is stored once. */
+#define FILLDROP(I) if :: fil[I] != 0 && (fls[I] == 0 || fdl[I] == 0 || count[I] == 0 || lost[I] || vl[I] == 0) -> fil[I] = 0 :: else -> skip fi; \
+	if :: fil[I] == 0 -> fdl[I] = 0 :: else -> skip fi
+#define FILLTICK(I) if :: fdl[I] > 0 -> fdl[I]-- :: else -> skip fi
+#else
+#define FILLINLATER skip
+#define FILLSENDS
+#define FILLDROP(I) skip
+#define FILLTICK(I) skip
+#endif
+/* REPDROP(I): both kinds of the cleaner's acquires dropped where they can
+ * never be sent. */
+#define REPDROP(I) REPAIRDROP(I); FILLDROP(I)
 
 /* PROGRESS's quiet network: no request to a node that is up is lost (a
  * tick waits until every one has landed), a fan-out waits for the reply
@@ -788,6 +909,7 @@ end:
 #endif
 	RENSTART(0) RENSTART(1) RENEND(0) RENEND(1)
 	REPAIRSENDS
+	FILLSENDS
 	:: d_step {
 		/* The crash: node CRASHER restarts empty (no persistence). */
 		CRASHES && !crashed ->
@@ -842,6 +964,7 @@ end:
 		do
 		:: i < 2 ->
 			if :: vl[i] > 0 -> vl[i]-- :: else -> skip fi;
+			FILLTICK(i);
 			REPDROP(i);
 			if :: el[i] > 0 && el[i] <= LEASE -> el[i]++ :: else -> skip fi;
 #if RENEW > 0
@@ -934,11 +1057,6 @@ inline send(K, S, C, F) {
  * that unlocks reads its strays (B only with -DBUNLOCK), and only through a
  * client that never sends twice (with -DDUPS, NOSTRAY is never true): other
  * strays would be state that no step reads, so they are not kept. */
-#ifdef BUNLOCK
-#define UNLOCKS(p) 1
-#else
-#define UNLOCKS(p) ((p) == 0)
-#endif
 inline markStrays() {
 #ifndef BUG_NOSTRAYS
 	if
@@ -1091,14 +1209,14 @@ inline lockStep() {
 		/* A first hold: up to ATTEMPTS attempts (hold.lock's loop). */
 		do
 		:: count[o] > 0 -> break
-		:: count[o] == 0 && att == ATTEMPTS ->
+		:: count[o] == 0 && att == ATT(o) ->
 			/* The Lock call ends without the lock: contender.abandon. */
 			d_step {
 				if :: keeping -> releaseAll(keptSeq + 1, 0, kl[o]) :: else -> skip fi;
 				printf("MSC t%d %c's Lock gives up\n", clock, 'A' + o);
 				keeping = false; keptSeq = 0; kl[o] = 0; att = 0 };
 			break
-		:: d_step { CANSEND && count[o] == 0 && att < ATTEMPTS && WOKEN ->
+		:: d_step { CANSEND && count[o] == 0 && att < ATT(o) && WOKEN ->
 			att++;
 			oseq[o] = oseq[o] + 2; s = oseq[o] - 1; RSQ0;  /* op(count+1, lease, 2): one seq for the undo */
 			el[o] = 1; sw[o] = 0;
@@ -1126,6 +1244,7 @@ inline lockStep() {
 				won = k >= Q && VALID;
 				if
 				:: won ->
+					FILLINLATER;
 					if :: keeping -> keeping = false; keptSeq = 0; kl[o] = 0 :: else -> skip fi; /* part of the hold now */
 #ifndef FENCE
 					/* startHold (no fencing) */
@@ -1151,7 +1270,7 @@ inline lockStep() {
 					 * It only keeps less; the safety properties hold for any
 					 * choice of when to keep. */
 					if
-					:: got[o*N + TIE] == R_OK && att < ATTEMPTS && !NOKEEP ->
+					:: got[o*N + TIE] == R_OK && att < ATT(o) && !NOKEEP ->
 						undo(s, 1, DLEFT, true);
 						keeping = true; keptSeq = s; kl[o] = DLEFT
 #ifdef PROBE
@@ -1168,7 +1287,7 @@ inline lockStep() {
 					fi;
 					el[o] = 0
 #ifdef PROGRESS
-					; if :: att < ATTEMPTS && rnow -> rdy[o] = 2 :: att < ATTEMPTS && !rnow -> rdy[o] = 1 :: else -> skip fi;
+					; if :: att < ATT(o) && rnow -> rdy[o] = 2 :: att < ATT(o) && !rnow -> rdy[o] = 1 :: else -> skip fi;
 					met[o] = (el[1-o] > 0)
 #endif
 				fi;
