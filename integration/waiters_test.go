@@ -57,9 +57,36 @@ func inBackground(acquire func() error) <-chan error {
 // other Clients wait for it, queued in this order.
 type twoWaiters struct {
 	c                     *lock.Client // the holder's
+	firstC, secondC       *lock.Client // the waiters'
+	name                  string
 	holder, first, second *lock.Mutex
 	firstDone, secondDone <-chan error     // their Locks' results
 	states                []lock.NodeState // Inspect's, once both were queued
+}
+
+// requireFirstWoken waits, as requireWoken does, for the first waiter's
+// Lock after the holder's Unlock. When it does not come, it logs what
+// tells a missed wake from a turn lost to the next in line (which takes
+// the lock when the first has not acted within its RetryDelay): each
+// node's holders and queue, and both waiters' Stats.
+func (w twoWaiters) requireFirstWoken(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-w.firstDone:
+		require.NoError(t, err, "the first waiter")
+		return
+	case <-time.After(forcedWake):
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
+	defer cancel()
+	states, err := w.c.Inspect(ctx, w.name)
+	t.Logf("Inspect: %v", err)
+	for _, s := range states {
+		t.Logf("node %d (tie-breaker %v): holders %v, waiters %+v, %d queued, err %v", s.Node, s.TieBreaker, s.Info.Holders, s.Info.Waiters, s.Info.Queued, s.Err)
+	}
+	t.Logf("first %s: %+v", w.first.Owner(), w.firstC.Stats())
+	t.Logf("second %s: %+v", w.second.Owner(), w.secondC.Stats())
+	t.Fatalf("the first waiter still waits %v after the release", forcedWake)
 }
 
 // patient are the options of waiting Clients in tests that check that a
@@ -79,14 +106,26 @@ var patient = lock.Options{RetryDelay: time.Second}
 func queueTwoWaiters(t *testing.T, n int, name string, ctx, secondCtx context.Context) twoWaiters {
 	t.Helper()
 	reset(t)
-	w := twoWaiters{c: newLockClient(t, n, lock.Options{})}
+	w := twoWaiters{c: newLockClient(t, n, lock.Options{}), name: name}
 	w.holder = w.c.NewMutex(name)
 	require.NoError(t, w.holder.Lock(ctx))
-	w.first, w.second = newLockClient(t, n, patient).NewMutex(name), newLockClient(t, n, patient).NewMutex(name)
+	w.firstC, w.secondC = newLockClient(t, n, patient), newLockClient(t, n, patient)
+	w.first, w.second = w.firstC.NewMutex(name), w.secondC.NewMutex(name)
 	w.firstDone = inBackground(func() error { return w.first.Lock(ctx) })
 	requireWaiters(t, w.c, name, w.first.Owner())
 	w.secondDone = inBackground(func() error { return w.second.Lock(secondCtx) })
 	w.states = requireWaiters(t, w.c, name, w.first.Owner(), w.second.Owner())
+	// Both asleep: a waiter joins the queue with its first refused
+	// attempt, then subscribes and tries once more before it sleeps. A
+	// Mutex's queue does not bar that try (only a FairMutex's does), so one
+	// that lands between a release and the first's acquire takes the lock
+	// (on 1 master at once, on 3 once the first's 20 ms reservation is
+	// over): seen under load, the second's try after its subscription took
+	// a lock handed to the first. The release goes to the first in line
+	// among waiters that wait.
+	require.Eventually(t, func() bool {
+		return w.firstC.Stats().Sleeping == 1 && w.secondC.Stats().Sleeping == 1
+	}, 10*time.Second, 5*time.Millisecond, "both waiters asleep")
 	return w
 }
 
@@ -128,7 +167,7 @@ func TestInspectShowsWhoWaits(t *testing.T) {
 
 			// The release hands the lock to the first; the second still waits.
 			require.NoError(t, holder.Unlock(ctx))
-			requireWoken(t, w.firstDone, "the first waiter")
+			w.requireFirstWoken(t)
 			requireWaiters(t, c, name, second.Owner())
 
 			// The second gives up: it leaves the queue.
@@ -224,7 +263,7 @@ func testCLIInspectShowsWaiters(t *testing.T, cli relockCLI) {
 	require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+\S+\s+%s \(waits, 2nd\)\s+-\s+\S+s\s+\d+$`, tie, second.Owner()), out)
 
 	require.NoError(t, holder.Unlock(ctx))
-	requireWoken(t, w.firstDone, "the first waiter")
+	w.requireFirstWoken(t)
 	require.NoError(t, first.Unlock(ctx))
 	requireWoken(t, w.secondDone, "the second waiter")
 	require.NoError(t, second.Unlock(ctx))
