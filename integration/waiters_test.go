@@ -66,8 +66,8 @@ type twoWaiters struct {
 
 // requireFirstWoken waits, as requireWoken does, for the first waiter's
 // Lock after the holder's Unlock. When it does not come, it logs what
-// tells a missed wake from a turn lost to the next in line (which takes
-// the lock when the first has not acted within its RetryDelay): each
+// tells a missed wake from a turn lost to the second waiter (its retry
+// after a hand-off's RetryDelay, or its try after subscribing): each
 // node's holders and queue, and both waiters' Stats.
 func (w twoWaiters) requireFirstWoken(t *testing.T) {
 	t.Helper()
@@ -122,7 +122,7 @@ func queueTwoWaiters(t *testing.T, n int, name string, ctx, secondCtx context.Co
 	// (on 1 master at once, on 3 once the first's 20 ms reservation is
 	// over): seen under load, the second's try after its subscription took
 	// a lock handed to the first. The release goes to the first in line
-	// among waiters that wait.
+	// among the waiters that sleep.
 	require.Eventually(t, func() bool {
 		return w.firstC.Stats().Sleeping == 1 && w.secondC.Stats().Sleeping == 1
 	}, 10*time.Second, 5*time.Millisecond, "both waiters asleep")
