@@ -830,7 +830,9 @@ inline renForget(O, I) {
  * any moment before its deadline, and again while it has sends left
  * (cleanup_run.go sends it again only while another owner's hold refuses
  * it; sending it again whatever the reply is a superset).
- * -DBUG_FILLSTRAY (a seeded bug) leaves D out of the strays. */
+ * -DBUG_FILLSTRAY (a seeded bug) leaves D out of the strays. Only an
+ * owner that unlocks keeps strays (markStrays says why), so B's fill-in
+ * marks none: the same behaviour, fewer states. */
 #ifdef BUG_FILLSTRAY
 #define FILLSTRAY(O, D) skip
 #else
