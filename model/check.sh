@@ -75,6 +75,19 @@
 #               configuration without the bug, -DSYMM, hash-compact
 #               states, 20 GB: passes when it completes (but for signature
 #               collisions) with 0 errors (P1-P3);
+#   force-bug:  the operator's ForceUnlock at any moment (-DFORCE), A
+#               makes 2 attempts, B 1, no crash, and the script writes no
+#               tombstones: P6 violated (a failed attempt's late acquire
+#               brings back the hold the call freed), with SPIN's trail;
+#   force-override: ForceUnlock at any moment, no crash, P1 asked of the
+#               owners it overrode too (-DNOEXEMPT): P1 violated (a freed
+#               node taken by the other owner while the evicted one
+#               believes), with SPIN's trail;
+#   force, evict: (only with FORCE=1 or ONLY naming them) ForceUnlock, or
+#               Evict of A (-DFORCE=2), at any moment, no crash, -DSYMM,
+#               hash-compact states, 20 GB: each passes when it completes
+#               (but for signature collisions) with 0 errors (P1 between
+#               owners not overridden, P2, P3, P6);
 #   crash-reentry: (only with CRASHREENTRY=1 or ONLY=crash-reentry)
 #               reentry with that crash, the same storage: fails on a
 #               violation; it stops at the memory bound (457 million
@@ -220,13 +233,25 @@ configs=(
 	# tombstone. The searches of one attempt per Lock cannot show it.
 	"strays-bug dfs -DATTEMPTS=2 -DBATTEMPTS=1 -DCRASHES=0 -DBUG_NOSTRAYS"
 	"keep-fill dfs -DATTEMPTS=2 -DBATTEMPTS=1 -DFILLIN -DCRASHES=0 -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
+	# The operator's ForceUnlock (-DFORCE) or Evict of A (-DFORCE=2) at any
+	# moment, no crash. The seeded bug (the script writes no tombstones),
+	# which a DFS finds in a second with two attempts for A; the override
+	# (P1 asked of the owners the call overrode too), which BFS shows in a
+	# few seconds; and the two searches, too large for the lanes,
+	# hash-compact as reentry. Not in the default run (CI): FORCE=1 adds
+	# them after the others that run alone, ONLY=force (or evict) runs one
+	# alone.
+	"force-bug dfs -DFORCE -DATTEMPTS=2 -DBATTEMPTS=1 -DCRASHES=0 -DBUG_FORCENOTOMB"
+	"force-override bfs -DFORCE -DCRASHES=0 -DNOEXEMPT"
+	"force dfs -DFORCE -DCRASHES=0 -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
+	"evict dfs -DFORCE=2 -DCRASHES=0 -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
 )
 # The order the searches are built and start in: longest first (see
 # model/README.md's table), so that the lanes end close together. Then
 # the searches that run alone, one after another, once the lanes are done.
 order=(renew-a retries delayed renew-b fencing-bug fill-in-bug seeded-bug
-	renew-bug retries-bug short-restart progress-bug immediate repair-bug strays-bug
-	progress)
+	renew-bug retries-bug short-restart progress-bug immediate force-override repair-bug
+	strays-bug force-bug progress)
 alone=(fencing-full)
 if [ "${FINDINGS:-0}" = 1 ]; then
 	configs+=("fencing bfs -DFENCE -DCRASHES=0")
@@ -256,6 +281,7 @@ optin REPAIR repair-a repair-b
 optin CRASH crash-renew-a crash-renew-b
 optin CRASHREENTRY crash-reentry
 optin KEEP keep-fill
+optin FORCE force evict
 
 # ONLY="NAME..." keeps only the searches named (ONLY=fencing-full: that one).
 if [ -n "${ONLY:-}" ]; then
@@ -468,6 +494,10 @@ violated fill-in-bug "a fill-in whose node is not among the strays writes the ho
 	"the seeded fill-in bug went unnoticed: the keep-fill search may be vacuous"
 violated strays-bug "a failed attempt's node left out of the strays lets its late acquire land after Unlock (P2), as expected" \
 	"the seeded strays bug went unnoticed: the strays may be unchecked"
+violated force-bug "a force-unlock without tombstones lets a late acquire bring the freed hold back (P6), as expected" \
+	"the seeded force-unlock bug went unnoticed: P6 may be vacuous"
+violated force-override "the operator's force-unlock overrides a live hold (P1 asked of it too), as expected" \
+	"the force-unlock freed no live hold that another owner then took: the force searches may be vacuous"
 passes fencing-full
 passes renew-both
 passes reentry
@@ -476,6 +506,8 @@ passes repair-b
 passes crash-renew-a
 passes crash-renew-b
 passes keep-fill
+passes force
+passes evict
 # crash-reentry does not complete within 20 GB (model/README.md): a
 # violation fails, a search that stops at the bound is reported.
 if ran crash-reentry; then

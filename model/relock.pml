@@ -61,6 +61,9 @@
  * another owner's hold refused it (fillInLater, FILLSEND), up to FILLS (2)
  * sends an owner; the fill-in after a hand-off is not modelled (nor is the
  * hand-off).
+ * With -DFORCE the operator calls ForceUnlock once, at any moment (with
+ * -DFORCE=2, Evict of A instead): on each node forceunlock.lua frees the
+ * holds, naming their owners for tombstones or not (see forceScript).
  * With -DPROGRESS, a progress configuration (see PROGRESS, WOKEN): node 1
  * is down for good, the network is quiet, A and B each Lock with up to
  * ATTEMPTS (3) attempts, with the contention design's probe.
@@ -84,6 +87,12 @@
  *     empties it).
  *  P5 progress (-DPROGRESS only): once both Locks are over and nothing is
  *     in flight, one of the owners holds the lock.
+ *  P6 (-DFORCE) the owners an operator's call frees on a node, naming
+ *     them, do not come back there through a request of theirs numbered
+ *     at or below the one the call buried (refused as after a release).
+ *     With -DFORCE, P1 is asked only between owners the call did not
+ *     override (see fv): freeing a live hold breaks mutual exclusion by
+ *     design (-DNOEXEMPT asks it of every owner, and fails).
  *
  * Configurations (check.sh runs them; README.md has the results):
  *  (none)                 delayed restart: P1, P2, P3 hold (exhaustive).
@@ -134,6 +143,15 @@
  *                         marked a stray: P2 fails (a failed attempt's
  *                         acquire lands after Unlock's release skipped the
  *                         tombstone).
+ *  -DFORCE -DCRASHES=0 -DSYMM  the operator's ForceUnlock: P1 (between
+ *                         owners it did not override), P2, P3, P6 hold;
+ *                         -DFORCE=2 the same for Evict of A.
+ *  -DFORCE -DATTEMPTS=2 -DBATTEMPTS=1 -DCRASHES=0 -DBUG_FORCENOTOMB  a
+ *                         force-unlock that writes no tombstones: P6 fails
+ *                         (a failed attempt's late acquire brings the
+ *                         freed hold back).
+ *  -DFORCE -DCRASHES=0 -DNOEXEMPT  P1 asked of overridden owners too: it
+ *                         fails (the operator's override, as documented).
  *  -DNOP3                 P3 off and its ghost out of the state (a
  *                         reduction for P4 and renewal with the crash:
  *                         neither completes within 4 GB; P4 with -DSYMM
@@ -188,6 +206,8 @@
 /* checksum lua/release.lua sha256:d533c9b15435041caa73bec9b70fa48bb0e39740d4595f55ffc7ad67dcf0cda1 */
 /* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
+/* checksum lua/forceunlock.lua sha256:56ae7ce00446c750cb930f66bf8bf0f3270aef66ffb2474617e339b62ba04224 */
+/* checksum lua/inspect.lua sha256:f83ce7a799bb20ce0d67385965617db7bd34ed952ae130038a7e06b246bb7ef3 */
 
 #define N 3              /* nodes */
 #define Q 2              /* quorum: lock/validity.go quorum(3) */
@@ -398,6 +418,33 @@ byte fil[2];
 byte fdl[2];
 byte fls[2] = FILLS;
 #endif
+/* The operator (-DFORCE): one ForceUnlock of the name at any moment
+ * (lock/admin.go Client.ForceUnlock: reentrant.Node.ForceUnlock on every
+ * node at once), or with -DFORCE=2 one Evict of A (Client.Evict,
+ * Node.Evict). forced: the call was made; fph[d]: node d's part is on the
+ * wire. Ghosts: fv[p], owner p was overridden: the operator freed a hold
+ * of p's while p held (count > 0) or counted an acquire (a fan-out
+ * running), so p's belief may outlive its hold (P1 is not asked of it
+ * until its hold ends or its next attempt starts); fsq[p*N + d], the seq
+ * the call buried for p on node d, while a request of p's may still land
+ * there (P6). */
+#ifdef FORCE
+bool forced;
+bool fph[N];
+bool fv[2];
+byte fsq[2*N];
+#ifndef NOEXEMPT
+#define OVERRIDDEN(p) fv[p]
+#else
+#define OVERRIDDEN(p) false  /* -DNOEXEMPT: P1 asked of every owner (the operator's override breaks it) */
+#endif
+#define FVCLEAR(O) fv[O] = false
+#define FORCEQUIET (!fph[0] && !fph[1] && !fph[2])
+#else
+#define OVERRIDDEN(p) false
+#define FVCLEAR(O) skip
+#define FORCEQUIET true
+#endif
 /* UNLOCKS(p): owner p calls Unlock (B only with -DBUNLOCK): only its
  * strays are ever read (see markStrays). */
 #ifdef BUNLOCK
@@ -420,7 +467,18 @@ byte sw[2] = P3LIM;
 
 #define UP(d) ((d) != CRASHER || down == 0)
 #define BELIEVES(p) (count[p] > 0 && !lost[p] && vl[p] > 0)
-#define CLAIM(o) assert(!BELIEVES(1 - (o)))      /* P1 */
+/* P1 (with -DFORCE, between owners the operator did not override) */
+#define CLAIM(o) assert(OVERRIDDEN(0) || OVERRIDDEN(1) || !BELIEVES(1 - (o)))
+
+/* P6 (-DFORCE): an owner the operator's call freed on a node, naming it,
+ * does not come back there through a request of its numbered at or below
+ * what the call buried (forceunlock.lua's tombstones: its late operations
+ * are refused as after a release). */
+#ifdef FORCE
+#define FPCHECK(D, P, SQ) assert(fsq[(P)*N+(D)] == 0 || (SQ) > fsq[(P)*N+(D)])
+#else
+#define FPCHECK(D, P, SQ) skip
+#endif
 
 /* sortPair: the pair's slots, largest first (FGS = 2 or 3). */
 inline sortPair(P) {
@@ -437,14 +495,18 @@ inline dropKey(D) {
 	ncnt[(D)*2] = 0; ncnt[(D)*2+1] = 0; nseq[(D)*2] = 0; nseq[(D)*2+1] = 0; nttl[D] = 0
 }
 
-/* bury (prelude.lua bury): keep the higher number and the longer TTL. */
-inline bury(E, S) {
+/* buryFor (prelude.lua bury): keep the higher number and the longer TTL;
+ * bury, with a lease's (a release's). */
+inline buryFor(E, S, T) {
 	if
 	:: nttomb[E] > 0 ->
 		if :: S > ntomb[E] -> ntomb[E] = S :: else -> skip fi;
-		if :: NL > nttomb[E] -> nttomb[E] = NL :: else -> skip fi
-	:: else -> ntomb[E] = S; nttomb[E] = NL
+		if :: T > nttomb[E] -> nttomb[E] = T :: else -> skip fi
+	:: else -> ntomb[E] = S; nttomb[E] = T
 	fi
+}
+inline bury(E, S) {
+	buryFor(E, S, NL)
 }
 
 /* script: node d runs request kind k of owner p (seq sq, count c, re-entry
@@ -477,6 +539,7 @@ inline script(d, p, k, sq, c, fl) {
 			 * does not tell the two paths apart.)
 			 * free here, or the owner's own hold and a newer seq:
 			 * HSET key owner count owner/seq seq; PEXPIRE key lease; {1, count, fence} */
+			FPCHECK(d, p, sq);
 			ncnt[e] = c; nseq[e] = sq; nttl[d] = NL;
 			r = R_OK
 		fi;
@@ -577,6 +640,13 @@ inline script(d, p, k, sq, c, fl) {
 #define CMPFIL skip
 #define SWPFIL skip
 #endif
+#ifdef FORCE
+#define CMPFORCE CMPV(fph[1], fph[2]); CMPV(fsq[1], fsq[2]); CMPV(fsq[N+1], fsq[N+2])
+#define SWPFORCE SWP(fph[1], fph[2]); SWP(fsq[1], fsq[2]); SWP(fsq[N+1], fsq[N+2])
+#else
+#define CMPFORCE skip
+#define SWPFORCE skip
+#endif
 inline canon() {
 	c = 0;
 	if :: !SWAPPABLE -> c = 3 :: else -> skip fi;
@@ -588,6 +658,7 @@ inline canon() {
 	CMPV(str[1], str[2]); CMPV(str[N+1], str[N+2]);
 	CMPREN;
 	CMPFIL;
+	CMPFORCE;
 	if
 	:: c == 2 ->
 		SWP(ncnt[2], ncnt[4]); SWP(ncnt[3], ncnt[5]); SWP(nseq[2], nseq[4]); SWP(nseq[3], nseq[5]);
@@ -599,7 +670,8 @@ inline canon() {
 		SWP(got[1], got[2]); SWP(got[N+1], got[N+2]);
 		SWP(str[1], str[2]); SWP(str[N+1], str[N+2]);
 		SWPREN;
-		SWPFIL
+		SWPFIL;
+		SWPFORCE
 	:: else -> skip
 	fi;
 	c = 0; y = 0
@@ -608,6 +680,79 @@ inline canon() {
 inline canon() {
 	skip
 }
+#endif
+
+#ifdef FORCE
+/* forceScript: node D's part of the operator's call. ForceUnlock reads
+ * the holders (InspectHolds, inspect.lua), then runs lua/forceunlock.lua
+ * naming them: strict (ARGV[2] '1': a holder it was not told of refuses
+ * it, nothing changes, and it reads again) or, after forceUnlockTries
+ * reads, not ('0': every hold goes, and only the owners named get
+ * tombstones). Evict runs it in mode 'o' naming A, which frees A's hold
+ * alone. One step here, the read and the script together: what a step
+ * between them could change is who holds, and a strict try then refuses
+ * and reads again; the last try frees a holder its read missed without a
+ * tombstone. So each hold that goes is named (NM 1) or, for ForceUnlock,
+ * not (NM 0: a holder that came after the last read; a superset, since the
+ * model may take that at any try). A named owner's hold is buried at its
+ * OWNER/seq for the lock's PTTL left ("tombstones before the deletes"),
+ * then the holds go (DEL; 'o': HDEL, and the key goes with its last
+ * field). -DBUG_FORCENOTOMB (a seeded bug) writes no tombstone. */
+inline forceScript(D, NM) {
+	e = 0;
+	do
+	:: e < 2 ->
+		if
+		:: ncnt[(D)*2+e] > 0 && (FORCE != 2 || e == 0) ->
+			if
+			:: NM ->
+#ifndef BUG_FORCENOTOMB
+				buryFor((D)*2+e, nseq[(D)*2+e], nttl[D]);
+#endif
+				if :: nseq[(D)*2+e] > fsq[e*N+(D)] -> fsq[e*N+(D)] = nseq[(D)*2+e] :: else -> skip fi
+			:: else -> skip
+			fi;
+			if :: count[e] > 0 || el[e] > 0 -> fv[e] = true :: else -> skip fi;
+			printf("MSC t%d node %d runs the operator's forceunlock: %c's hold goes (named: %d)\n", clock, D, 'A' + e, NM);
+			ncnt[(D)*2+e] = 0; nseq[(D)*2+e] = 0
+		:: else -> skip
+		fi;
+		e++
+	:: else -> break
+	od;
+	if :: ncnt[(D)*2] == 0 && ncnt[(D)*2+1] == 0 -> dropKey(D) :: else -> skip fi;
+	e = 0
+}
+
+/* FORCESTART: the operator's call, once, at any moment: every node's part
+ * goes out at once (Client.force's fanOut). */
+#if FORCE == 2
+#define FORCESAY printf("MSC t%d the operator calls Evict(A) on every node\n", clock)
+#else
+#define FORCESAY printf("MSC t%d the operator calls ForceUnlock on every node\n", clock)
+#endif
+#define FORCESTART \
+	:: d_step { !forced -> forced = true; fph[0] = true; fph[1] = true; fph[2] = true; FORCESAY }
+/* FORCEPART(D): node D's part lands (forceScript), naming the holders it
+ * frees or, for ForceUnlock's last try, not; on a node that is down it is
+ * lost. */
+#define FORCEPART(D) \
+	:: d_step { fph[D] && UP(D) -> fph[D] = false; forceScript(D, 1); canon() } \
+	:: d_step { fph[D] && UP(D) && FORCE != 2 && (ncnt[(D)*2] > 0 || ncnt[(D)*2+1] > 0) -> \
+		fph[D] = false; forceScript(D, 0); canon() } \
+	:: d_step { fph[D] && !UP(D) -> fph[D] = false; \
+		printf("MSC t%d node %d is down: the operator's call there is lost\n", clock, D) }
+#define FORCESTEPS FORCESTART FORCEPART(0) FORCEPART(1) FORCEPART(2)
+/* At a tick a part still on the wire is lost (the bounded delay, as for
+ * every request: a part that lands does so within the tick it is sent),
+ * and P6's numbers go once no request of the owner's is left for the node
+ * (the pair's slots are sorted, so its first is empty). */
+#define FORCETICK(I) \
+	if :: (I) < N -> fph[I] = false :: else -> skip fi; \
+	if :: fg[(I)*FGS] == 0 -> fsq[I] = 0 :: else -> skip fi
+#else
+#define FORCESTEPS
+#define FORCETICK(I) skip
 #endif
 
 /* DELIVER(P, J): slot J of pair P (owner P / N, node P % N) lands. A node
@@ -912,6 +1057,7 @@ end:
 	RENSTART(0) RENSTART(1) RENEND(0) RENEND(1)
 	REPAIRSENDS
 	FILLSENDS
+	FORCESTEPS
 	:: d_step {
 		/* The crash: node CRASHER restarts empty (no persistence). */
 		CRASHES && !crashed ->
@@ -952,6 +1098,7 @@ end:
 			:: bg[i] != 0 && BDL(bg[i]) > 1 -> bg[i] = bg[i] - 1
 			:: else -> skip
 			fi;
+			FORCETICK(i);
 			/* tombstones whose TTL ran out */
 			if
 			:: nttomb[i] > 1 -> nttomb[i]--
@@ -997,7 +1144,7 @@ end:
 		/* P2: quiescence after the owners are done. */
 		done[0] && done[1] &&
 		fg[0] == 0 && fg[FGS] == 0 && fg[2*FGS] == 0 && fg[3*FGS] == 0 && fg[4*FGS] == 0 && fg[5*FGS] == 0 &&
-		bg[0] == 0 && bg[1] == 0 && bg[2] == 0 && bg[3] == 0 && bg[4] == 0 && bg[5] == 0 ->
+		bg[0] == 0 && bg[1] == 0 && bg[2] == 0 && bg[3] == 0 && bg[4] == 0 && bg[5] == 0 && FORCEQUIET ->
 #ifdef PROGRESS
 		/* P5, progress: both Locks are over and all is quiet: one of them
 		 * got the lock. */
@@ -1219,7 +1366,7 @@ inline lockStep() {
 				keeping = false; keptSeq = 0; kl[o] = 0; att = 0 };
 			break
 		:: d_step { CANSEND && count[o] == 0 && att < ATT(o) && WOKEN ->
-			att++;
+			att++; FVCLEAR(o);
 			oseq[o] = oseq[o] + 2; s = oseq[o] - 1; RSQ0;  /* op(count+1, lease, 2): one seq for the undo */
 			el[o] = 1; sw[o] = 0;
 #ifdef PROBE
@@ -1368,7 +1515,7 @@ inline unlockStep() {
 		oseq[o]++; RSQ0;
 		if :: count[o] == 1 -> releaseAll(oseq[o], 0, LEASE) :: else -> skip fi;
 		count[o]--;
-		if :: count[o] == 0 -> vl[o] = 0; lost[o] = false; RENKILL :: else -> skip fi;   /* settle, endHold */
+		if :: count[o] == 0 -> vl[o] = 0; lost[o] = false; FVCLEAR(o); RENKILL :: else -> skip fi;   /* settle, endHold */
 		dropStrays();
 		printf("MSC t%d %c unlocks a lost hold: count %d\n", clock, 'A' + o, count[o]) }
 	:: d_step { CANSEND && count[o] > 0 && !lost[o] && vl[o] > 0 ->
@@ -1405,7 +1552,7 @@ inline unlockStep() {
 				fi
 			fi;
 			count[o]--;
-			if :: count[o] == 0 -> vl[o] = 0; lost[o] = false :: else -> skip fi;   /* settle */
+			if :: count[o] == 0 -> vl[o] = 0; lost[o] = false; FVCLEAR(o) :: else -> skip fi;   /* settle */
 			dropStrays();
 			printf("MSC t%d %c unlocked: count %d\n", clock, 'A' + o, count[o]);
 			forget(); s = 0; el[o] = 0; k = 0 }
