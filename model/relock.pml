@@ -425,14 +425,12 @@ byte fls[2] = FILLS;
  * wire. Ghosts: fv[p], owner p was overridden: the operator freed a hold
  * of p's while p held (count > 0) or counted an acquire (a fan-out
  * running), so p's belief may outlive its hold (P1 is not asked of it
- * until its hold ends or its next attempt starts); fsq[p*N + d], the seq
- * the call buried for p on node d, while a request of p's may still land
- * there (P6). */
+ * until its hold ends or its next attempt starts); and P6's mark on the
+ * requests themselves (POISON). */
 #ifdef FORCE
 bool forced;
 bool fph[N];
 bool fv[2];
-byte fsq[2*N];
 #ifndef NOEXEMPT
 #define OVERRIDDEN(p) fv[p]
 #else
@@ -473,11 +471,15 @@ byte sw[2] = P3LIM;
 /* P6 (-DFORCE): an owner the operator's call freed on a node, naming it,
  * does not come back there through a request of its numbered at or below
  * what the call buried (forceunlock.lua's tombstones: its late operations
- * are refused as after a release). */
+ * are refused as after a release). The call marks each such request still
+ * in flight to the node (POISON, a bit no step reads but this check); an
+ * acquire that takes or writes the hold must not carry it. Requests sent
+ * later are numbered above (h.op), so only those in flight can. */
+#define POISON 16384   /* bit 14 of a request: a ghost, see FPCHECK */
 #ifdef FORCE
-#define FPCHECK(D, P, SQ) assert(fsq[(P)*N+(D)] == 0 || (SQ) > fsq[(P)*N+(D)])
+#define FPCHECK assert(!(m & POISON))   /* m: the request DELIVER lands */
 #else
-#define FPCHECK(D, P, SQ) skip
+#define FPCHECK skip
 #endif
 
 /* sortPair: the pair's slots, largest first (FGS = 2 or 3). */
@@ -539,7 +541,7 @@ inline script(d, p, k, sq, c, fl) {
 			 * does not tell the two paths apart.)
 			 * free here, or the owner's own hold and a newer seq:
 			 * HSET key owner count owner/seq seq; PEXPIRE key lease; {1, count, fence} */
-			FPCHECK(d, p, sq);
+			FPCHECK;
 			ncnt[e] = c; nseq[e] = sq; nttl[d] = NL;
 			r = R_OK
 		fi;
@@ -641,8 +643,8 @@ inline script(d, p, k, sq, c, fl) {
 #define SWPFIL skip
 #endif
 #ifdef FORCE
-#define CMPFORCE CMPV(fph[1], fph[2]); CMPV(fsq[1], fsq[2]); CMPV(fsq[N+1], fsq[N+2])
-#define SWPFORCE SWP(fph[1], fph[2]); SWP(fsq[1], fsq[2]); SWP(fsq[N+1], fsq[N+2])
+#define CMPFORCE CMPV(fph[1], fph[2])
+#define SWPFORCE SWP(fph[1], fph[2])
 #else
 #define CMPFORCE skip
 #define SWPFORCE skip
@@ -698,6 +700,23 @@ inline canon() {
  * OWNER/seq for the lock's PTTL left ("tombstones before the deletes"),
  * then the holds go (DEL; 'o': HDEL, and the key goes with its last
  * field). -DBUG_FORCENOTOMB (a seeded bug) writes no tombstone. */
+/* poison(P, S): P6's mark on pair P's acquires in flight numbered at or
+ * below S. */
+inline poison(P, S) {
+	g = 0;
+	do
+	:: g < FGS ->
+		if
+		:: fg[(P)*FGS+g] != 0 && MKIND(fg[(P)*FGS+g]) == ACQ && MSEQ(fg[(P)*FGS+g]) <= (S) ->
+			fg[(P)*FGS+g] = fg[(P)*FGS+g] | POISON
+		:: else -> skip
+		fi;
+		g++
+	:: else -> break
+	od;
+	sortPair(P); g = 0
+}
+
 inline forceScript(D, NM) {
 	e = 0;
 	do
@@ -709,7 +728,7 @@ inline forceScript(D, NM) {
 #ifndef BUG_FORCENOTOMB
 				buryFor((D)*2+e, nseq[(D)*2+e], nttl[D]);
 #endif
-				if :: nseq[(D)*2+e] > fsq[e*N+(D)] -> fsq[e*N+(D)] = nseq[(D)*2+e] :: else -> skip fi
+				poison(e*N+(D), nseq[(D)*2+e])
 			:: else -> skip
 			fi;
 			if :: count[e] > 0 || el[e] > 0 -> fv[e] = true :: else -> skip fi;
@@ -744,12 +763,8 @@ inline forceScript(D, NM) {
 		printf("MSC t%d node %d is down: the operator's call there is lost\n", clock, D) }
 #define FORCESTEPS FORCESTART FORCEPART(0) FORCEPART(1) FORCEPART(2)
 /* At a tick a part still on the wire is lost (the bounded delay, as for
- * every request: a part that lands does so within the tick it is sent),
- * and P6's numbers go once no request of the owner's is left for the node
- * (the pair's slots are sorted, so its first is empty). */
-#define FORCETICK(I) \
-	if :: (I) < N -> fph[I] = false :: else -> skip fi; \
-	if :: fg[(I)*FGS] == 0 -> fsq[I] = 0 :: else -> skip fi
+ * every request: a part that lands does so within the tick it is sent). */
+#define FORCETICK(I) if :: (I) < N -> fph[I] = false :: else -> skip fi
 #else
 #define FORCESTEPS
 #define FORCETICK(I) skip
