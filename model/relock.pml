@@ -685,21 +685,6 @@ inline canon() {
 #endif
 
 #ifdef FORCE
-/* forceScript: node D's part of the operator's call. ForceUnlock reads
- * the holders (InspectHolds, inspect.lua), then runs lua/forceunlock.lua
- * naming them: strict (ARGV[2] '1': a holder it was not told of refuses
- * it, nothing changes, and it reads again) or, after forceUnlockTries
- * reads, not ('0': every hold goes, and only the owners named get
- * tombstones). Evict runs it in mode 'o' naming A, which frees A's hold
- * alone. One step here, the read and the script together: what a step
- * between them could change is who holds, and a strict try then refuses
- * and reads again; the last try frees a holder its read missed without a
- * tombstone. So each hold that goes is named (NM 1) or, for ForceUnlock,
- * not (NM 0: a holder that came after the last read; a superset, since the
- * model may take that at any try). A named owner's hold is buried at its
- * OWNER/seq for the lock's PTTL left ("tombstones before the deletes"),
- * then the holds go (DEL; 'o': HDEL, and the key goes with its last
- * field). -DBUG_FORCENOTOMB (a seeded bug) writes no tombstone. */
 /* poison(P, S): P6's mark on pair P's acquires in flight numbered at or
  * below S. */
 inline poison(P, S) {
@@ -717,6 +702,21 @@ inline poison(P, S) {
 	sortPair(P); g = 0
 }
 
+/* forceScript: node D's part of the operator's call. ForceUnlock reads
+ * the holders (InspectHolds, inspect.lua), then runs lua/forceunlock.lua
+ * naming them: strict (ARGV[2] '1': a holder it was not told of refuses
+ * it, nothing changes, and it reads again) or, after forceUnlockTries
+ * reads, not ('0': every hold goes, and only the owners named get
+ * tombstones). Evict runs it in mode 'o' naming A, which frees A's hold
+ * alone. One step here, the read and the script together: what a step
+ * between them could change is who holds, and a strict try then refuses
+ * and reads again; the last try frees a holder its read missed without a
+ * tombstone. So each hold that goes is named (NM 1) or, for ForceUnlock,
+ * not (NM 0: a holder that came after the last read; a superset, since the
+ * model may take that at any try). A named owner's hold is buried at its
+ * OWNER/seq for the lock's PTTL left ("tombstones before the deletes"),
+ * then the holds go (DEL; 'o': HDEL, and the key goes with its last
+ * field). -DBUG_FORCENOTOMB (a seeded bug) writes no tombstone. */
 inline forceScript(D, NM) {
 	e = 0;
 	do
