@@ -236,8 +236,8 @@ configs=(
 	# The operator's ForceUnlock (-DFORCE) or Evict of A (-DFORCE=2) at any
 	# moment, no crash. The seeded bug (the script writes no tombstones),
 	# which a DFS finds in a second with two attempts for A; the override
-	# (P1 asked of the owners the call overrode too), which BFS shows in a
-	# few seconds; and the two searches, too large for the lanes,
+	# (P1 asked of the owners the call overrode too), which BFS shows in
+	# under a second; and the two searches, too large for the lanes,
 	# hash-compact as reentry. Not in the default run (CI): FORCE=1 adds
 	# them after the others that run alone, ONLY=force (or evict) runs one
 	# alone.
