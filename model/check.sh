@@ -88,6 +88,30 @@
 #               hash-compact states, 20 GB: each passes when it completes
 #               (but for signature collisions) with 0 errors (P1 between
 #               owners not overridden, P2, P3, P6);
+#   handoff-fill: the tie-breaker's hand-off reservation (-DHANDOFF: a
+#               release to 0 there may reserve the lock for the other
+#               owner until the tick; an acquire that takes turns is then
+#               refused) and a hand-off's target's fill-in (every winning
+#               first hold may fill in where another owner's hold refused
+#               it), no crash, -DSYMM: exhaustive, 0 errors (P1-P3);
+#   handoff-fill-bug: the same with the fill-in's node left out of the
+#               strays, no -DSYMM: P2 violated (a target's fill-in lands
+#               after Unlock; one attempt each, no keeper), with SPIN's
+#               trail;
+#   handoff-bug: the reservation with A's second Lock (-DAGAIN), no
+#               crash, -DSYMM, and the owner a lock was handed to taking
+#               it on its reservation before the holder check: P2
+#               violated, with SPIN's trail;
+#   handoff-retries-bug: the same with one go-redis retry (-DDUPS=1) and
+#               the reservation's refusal burying nothing (acquire.lua's
+#               `refused` left out there): P2 violated (the first copy of
+#               a refused retry takes the lock after the Lock gave up),
+#               with SPIN's trail;
+#   handoff:    (only with HANDOFF=1 or ONLY=handoff) handoff-bug's
+#               configuration without the bug, hash-compact states,
+#               20 GB: passes when it completes (but for signature
+#               collisions) with 0 errors (P1-P3): 313.5 million states,
+#               14 GB, 15 min alone;
 #   crash-reentry: (only with CRASHREENTRY=1 or ONLY=crash-reentry)
 #               reentry with that crash, the same storage: fails on a
 #               violation; it stops at the memory bound (457 million
@@ -245,13 +269,29 @@ configs=(
 	"force-override bfs -DFORCE -DCRASHES=0 -DNOEXEMPT"
 	"force dfs -DFORCE -DCRASHES=0 -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
 	"evict dfs -DFORCE=2 -DCRASHES=0 -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
+	# The hand-off (-DHANDOFF): the tie-breaker's reservation for the
+	# other owner after a release to 0 there, until the tick, refusing an
+	# acquire that takes turns; and the fill-in of a hand-off's target
+	# (with -DFILLIN every winning first hold may fill in). With one Lock
+	# each the reservation refuses nobody who could take the lock, so its
+	# searches give A a second Lock (-DAGAIN): the seeded bugs, a DFS
+	# finding each in 20 s (the holder overridden) and 2 min (a retried
+	# acquire's refusal burying nothing, 7 GB); the search without a bug,
+	# too large for the lanes (14 GB, 15 min), hash-compact as reentry.
+	# HANDOFF=1 adds it after the others that run alone, ONLY=handoff
+	# runs it alone.
+	"handoff-fill dfs -DHANDOFF -DFILLIN -DCRASHES=0 -DSYMM"
+	"handoff-fill-bug dfs -DHANDOFF -DFILLIN -DCRASHES=0 -DBUG_FILLSTRAY"
+	"handoff-bug dfs -DHANDOFF -DAGAIN -DCRASHES=0 -DSYMM -DBUG_RSVHOLDER"
+	"handoff-retries-bug dfs -DHANDOFF -DAGAIN -DDUPS=1 -DCRASHES=0 -DSYMM -DBUG_RSVNOTWICE"
+	"handoff dfs -DHANDOFF -DAGAIN -DCRASHES=0 -DSYMM cc:-DHC4 cc:-DMEMLIM=20000 pan:-w28"
 )
 # The order the searches are built and start in: longest first (see
 # model/README.md's table), so that the lanes end close together. Then
 # the searches that run alone, one after another, once the lanes are done.
-order=(renew-a retries delayed renew-b fencing-bug fill-in-bug seeded-bug
-	renew-bug retries-bug short-restart progress-bug immediate force-override repair-bug
-	strays-bug force-bug progress)
+order=(renew-a handoff-retries-bug retries delayed renew-b fencing-bug fill-in-bug
+	handoff-fill handoff-bug seeded-bug renew-bug retries-bug short-restart progress-bug
+	immediate force-override repair-bug strays-bug force-bug handoff-fill-bug progress)
 alone=(fencing-full)
 if [ "${FINDINGS:-0}" = 1 ]; then
 	configs+=("fencing bfs -DFENCE -DCRASHES=0")
@@ -282,6 +322,7 @@ optin CRASH crash-renew-a crash-renew-b
 optin CRASHREENTRY crash-reentry
 optin KEEP keep-fill
 optin FORCE force evict
+optin HANDOFF handoff
 
 # ONLY="NAME..." keeps only the searches named (ONLY=fencing-full: that one).
 if [ -n "${ONLY:-}" ]; then
@@ -498,7 +539,15 @@ violated force-bug "a force-unlock without tombstones lets a late acquire bring 
 	"the seeded force-unlock bug went unnoticed: P6 may be vacuous"
 violated force-override "the operator's force-unlock overrides a live hold (P1 asked of it too), as expected" \
 	"the force-unlock freed no live hold that another owner then took: the force searches may be vacuous"
+passes handoff-fill
+violated handoff-fill-bug "a hand-off target's fill-in whose node is not among the strays writes the hold back after Unlock (P2), as expected" \
+	"the seeded hand-off fill-in bug went unnoticed: the handoff-fill search may be vacuous"
+violated handoff-bug "a target taking the lock on its reservation before the holder check leaves a hold behind (P2), as expected" \
+	"the seeded reservation bug went unnoticed: the handoff search may be vacuous"
+violated handoff-retries-bug "a reservation's refusal that buries nothing lets a retried acquire's first copy take the lock (P2), as expected" \
+	"the seeded reservation retry bug went unnoticed: the reservation's refusal may be unchecked"
 passes fencing-full
+passes handoff
 passes renew-both
 passes reentry
 passes repair-a

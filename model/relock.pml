@@ -59,8 +59,14 @@
  * REPAIRSEND), up to REPAIRS (1) repairs an owner. With -DFILLIN a keeper
  * whose retry wins writes its hold, through the cleaner, on the nodes where
  * another owner's hold refused it (fillInLater, FILLSEND), up to FILLS (2)
- * sends an owner; the fill-in after a hand-off is not modelled (nor is the
- * hand-off).
+ * sends an owner. With -DHANDOFF the tie-breaker's hand-off is in: a
+ * release to 0 there may reserve the lock for the other owner until the
+ * tick, and an acquire there that takes turns (a Lock's attempt) is then
+ * refused as by a holder (see rsv, DELIVERTT); with -DFILLIN too, every
+ * winning first hold may fill in, as a hand-off's target does. The wait
+ * queue's order and Pub/Sub's wakes are not modelled: the model lets any
+ * release reserve for the other owner, queued or not, and any attempt
+ * come at any moment.
  * With -DFORCE the operator calls ForceUnlock once, at any moment (with
  * -DFORCE=2, Evict of A instead): on each node forceunlock.lua frees the
  * holds, naming their owners for tombstones or not (see forceScript).
@@ -143,6 +149,19 @@
  *                         marked a stray: P2 fails (a failed attempt's
  *                         acquire lands after Unlock's release skipped the
  *                         tombstone).
+ *  -DHANDOFF -DFILLIN -DCRASHES=0 -DSYMM  the hand-off's reservation and
+ *                         its target's fill-in: P1-P3 hold (exhaustive).
+ *  -DHANDOFF -DFILLIN -DCRASHES=0 -DBUG_FILLSTRAY  a target's fill-in left
+ *                         out of the strays: P2 fails (one attempt each).
+ *  -DHANDOFF -DAGAIN -DCRASHES=0 -DSYMM  the reservation with A's second
+ *                         Lock: P1-P3 hold (hash-compact; by hand:
+ *                         check.sh's HANDOFF=1).
+ *  -DHANDOFF -DAGAIN -DCRASHES=0 -DSYMM -DBUG_RSVHOLDER  the target takes
+ *                         the lock on its reservation before the holder
+ *                         check: P2 fails.
+ *  -DHANDOFF -DAGAIN -DDUPS=1 -DCRASHES=0 -DSYMM -DBUG_RSVNOTWICE  the
+ *                         reservation's refusal buries nothing: P2 fails
+ *                         (a retried acquire's first copy lands later).
  *  -DFORCE -DCRASHES=0 -DSYMM  the operator's ForceUnlock: P1 (between
  *                         owners it did not override), P2, P3, P6 hold;
  *                         -DFORCE=2 the same for Evict of A.
@@ -199,7 +218,10 @@
  * WRONGTYPE: any other error of a command (READONLY, OOM) fails the script
  * as it came instead of reading as foreign data. A node's error reply is
  * a reply the owner cannot count, which the model's lost replies already
- * cover, so only the line changed.
+ * cover, so only the line changed. On 2026-12-01 the model gained the
+ * hand-off's reservation (-DHANDOFF, acquire.lua's handedTo branch and the
+ * take that ends it, release.lua's announce 'q'), until then argued to be
+ * covered by R_HELD: no script changed.
  */
 /* checksum lua/prelude.lua sha256:2a06e9d644f5ca9d496436c67849a9e3175d9e224e069005083f2c9d7e6f6232 */
 /* checksum lua/acquire.lua sha256:bcd38b19ea4a25fe19d06a096c42ac051048bcb87696f0475fb3ea1fb5b74b67 */
@@ -324,6 +346,29 @@ byte nttl[N];
 byte ntomb[2*N];
 byte nttomb[2*N];
 byte nfence[N];
+/* -DHANDOFF: the tie-breaker's hand-off reservation (acquire.lua ARGV[8]
+ * '2', prelude.lua announce 'q' and reservedFor, in the key KEYS[5]): 0
+ * none, 1 + o reserved for owner o. It lives handOffHold (20 ms), far less
+ * than a tick: every tick ends it. tt is set only inside a delivery that
+ * stands for a call that takes turns (reentrant.Op.TakesTurn: a Lock's
+ * attempt on the tie-breaker) or an Unlock's release there that hands the
+ * lock off (wake mode 'q'); always 0 in a stored state. */
+#ifdef HANDOFF
+byte rsv;
+bit tt;
+#define RSVFOR(p) (tt && rsv == 2 - (p))   /* reserved for the other owner */
+#else
+#define RSVFOR(p) false
+#endif
+/* -DBUG_RSVHOLDER (a seeded bug): the owner a lock was handed to takes it
+ * on its reservation alone, before the holder check (acquire.lua reading
+ * reservedFor first): a holder that took the lock meanwhile (an acquire
+ * that does not take turns) is overridden. */
+#if defined(HANDOFF) && defined(BUG_RSVHOLDER)
+#define RSVOVERRIDES(p) (tt && rsv == 1 + (p))
+#else
+#define RSVOVERRIDES(p) false
+#endif
 #ifdef PROGRESS
 byte down = 1;           /* node CRASHER is down, for good (no tick moves it) */
 #else
@@ -401,8 +446,7 @@ byte rps[2] = REPAIRS;
 #endif
 /* Fill-ins (-DFILLIN): lock/hold.go attempt's fillInLater. An acquisition
  * that wins while its owner keeps what an earlier attempt took (a keeper;
- * a hand-off's target is the other case, and the hand-off is not
- * modelled) writes its hold, through the cleaner, on the nodes where
+ * a hand-off's target is the other case, with -DHANDOFF) writes its hold, through the cleaner, on the nodes where
  * another owner's hold refused it (refusedBy: R_HELD), by hold.repairOp as
  * a repair does, and sends it again while that hold refuses it, until
  * by = min(ValidUntil, now + lease/3). fil[p]: the nodes (bit d) with a
@@ -520,7 +564,7 @@ inline script(d, p, k, sq, c, fl) {
 		/* lua/acquire.lua */
 		g = (d)*2 + 1 - (p);
 		if
-		:: ncnt[g] > 0 ->
+		:: ncnt[g] > 0 && !RSVOVERRIDES(p) ->
 #if DUPS > 0 && !defined(BUG_NOTWICE)
 			/* refused(KEYS[3], seq, lease, twice): a client that retries
 			 * (Node.noRetries false) sends twice = 1, and a refusal buries
@@ -532,7 +576,20 @@ inline script(d, p, k, sq, c, fl) {
 			r = R_OK                     /* seq <= last: return {1, held or 0, fence} */
 		:: ncnt[g] == 0 && ncnt[e] == 0 && fl ->
 			r = R_MISSING                /* elseif reentry: return {3, -2, fence} */
-		:: ncnt[g] == 0 && ncnt[e] == 0 && !fl && nttomb[e] > 0 && sq <= ntomb[e] ->
+#ifdef HANDOFF
+		:: ncnt[g] == 0 && ncnt[e] == 0 && !fl && RSVFOR(p) ->
+			/* handedTo ~= owner (reservedFor): a free lock handed off to the
+			 * other owner a moment ago. refused(KEYS[3], seq, lease, twice)
+			 * and enqueue; {4, -2, fence}, which the client reads as a
+			 * holder's refusal (refusedBy, contender.settle): R_HELD.
+			 * -DBUG_RSVNOTWICE (a seeded bug) buries nothing there. */
+#if DUPS > 0 && !defined(BUG_NOTWICE) && !defined(BUG_RSVNOTWICE)
+			bury(e, sq);
+#endif
+			printf("MSC t%d node %d: the lock is reserved for %c, handed off to it: %c is refused\n", clock, d, 'A' + 1 - (p), 'A' + (p));
+			r = R_HELD
+#endif
+		:: ncnt[g] == 0 && ncnt[e] == 0 && !fl && !RSVFOR(p) && nttomb[e] > 0 && sq <= ntomb[e] ->
 			r = R_STALE                  /* elseif seq <= buried(KEYS[3]): {2, -2, fence} */
 		:: else ->
 			/* (ARGV[12]'s one EXISTS, for an owner with no stray here, takes
@@ -543,6 +600,11 @@ inline script(d, p, k, sq, c, fl) {
 			 * HSET key owner count owner/seq seq; PEXPIRE key lease; {1, count, fence} */
 			FPCHECK;
 			ncnt[e] = c; nseq[e] = sq; nttl[d] = NL;
+#ifdef HANDOFF
+			/* the owner it was handed to ends the reservation as it takes
+			 * the lock (GETDEL in reservedFor, or DEL after HSET) */
+			if :: tt && rsv == 1 + (p) -> rsv = 0 :: else -> skip fi;
+#endif
 			r = R_OK
 		fi;
 		f = nfence[d]                    /* fenceCounter(KEYS[2]) */
@@ -571,6 +633,16 @@ inline script(d, p, k, sq, c, fl) {
 			 * the flag fl of a foreground release), DEL, announce, return 2 */
 			if :: !fl -> bury(e, sq) :: else -> skip fi;
 			dropKey(d);
+#ifdef HANDOFF
+			/* announce 'q': the queue's head, here the other owner (whether
+			 * it queued or not: a superset), taken out of the queue and the
+			 * lock reserved for it (SET reserve target PX handOffHold) */
+			if
+			:: tt -> rsv = 2 - (p);
+				printf("MSC t%d node %d hands the lock off to %c: reserved for it until the tick\n", clock, d, 'A' + 1 - (p))
+			:: else -> skip
+			fi;
+#endif
 			r = R_GONE
 		fi
 	:: k == REN ->
@@ -773,9 +845,16 @@ inline forceScript(D, NM) {
 /* DELIVER(P, J): slot J of pair P (owner P / N, node P % N) lands. A node
  * that is down loses it. The reply reaches the owner if its fan-out still
  * waits for it (fanout.go fanOutTo's collect); else nobody reads it. */
-#define DELIVER(P, J) \
-	:: d_step { fg[P*FGS+J] != 0 -> \
-		m = fg[P*FGS+J]; fg[P*FGS+J] = 0; sortPair(P); \
+#ifdef HANDOFF
+#define SETTT(T) tt = T
+#else
+#define SETTT(T) skip
+#endif
+#define DELIVER(P, J) DELIVERAS(P, J, 0, true)
+/* DELIVERAS(P, J, T, G): DELIVER with tt = T, when G also holds. */
+#define DELIVERAS(P, J, T, G) \
+	:: d_step { fg[P*FGS+J] != 0 && (G) -> \
+		m = fg[P*FGS+J]; fg[P*FGS+J] = 0; sortPair(P); SETTT(T); \
 		if \
 		:: UP(P % N) -> \
 			script(P % N, P / N, MKIND(m), MSEQ(m), MCNT(m), MFLAG(m)); \
@@ -789,7 +868,24 @@ inline forceScript(D, NM) {
 			fi \
 		:: else -> printf("MSC t%d node %d is down: %c's request seq %d is lost\n", clock, P % N, 'A' + P / N, MSEQ(m)) \
 		fi; \
-		m = 0; r = 0; f = 0; canon() }
+		m = 0; r = 0; f = 0; SETTT(0); canon() }
+#ifdef HANDOFF
+/* DELIVERTT(P, J): slot J of pair P, a pair to the tie-breaker, lands as a
+ * call that takes turns (a Lock's attempt) or an Unlock's release that
+ * hands off; DELIVER lands the same request as one that does not (a
+ * cleaner's repair or fill-in; an Unlock whose queue is empty). Either may
+ * stand for the other: a superset. Only where it can differ: an acquire
+ * while a reservation stands, a release. */
+#define TTMAYDIFFER(P, J) (MKIND(fg[P*FGS+J]) == REL || MKIND(fg[P*FGS+J]) == ACQ && rsv != 0)
+#define DELIVERTT(P, J) DELIVERAS(P, J, 1, TTMAYDIFFER(P, J))
+#if FGS > 2
+#define DELIVERTTS DELIVERTT(0, 0) DELIVERTT(0, 1) DELIVERTT(0, 2) DELIVERTT(3, 0) DELIVERTT(3, 1) DELIVERTT(3, 2)
+#else
+#define DELIVERTTS DELIVERTT(0, 0) DELIVERTT(0, 1) DELIVERTT(3, 0) DELIVERTT(3, 1)
+#endif
+#else
+#define DELIVERTTS
+#endif
 
 /* BGDELIVER(P): the cleaner's release for pair P gets through (cleanup.go
  * drainer, release.lua). It waits while the node is down. */
@@ -977,10 +1073,21 @@ inline renForget(O, I) {
 
 #ifdef FILLIN
 /* FILLINLATER: fillInLater for the nodes where another owner's hold
- * refused the winning attempt of a keeper (called before keeping ends). */
+ * refused the winning attempt of a keeper (called before keeping ends)
+ * or, with -DHANDOFF, of a hand-off's target (hold.go attempt: fillIn =
+ * !reentry && (handOff || keeping)). The model does not tell which
+ * attempts a hand-off named (Pub/Sub is not modelled), so with -DHANDOFF
+ * every winning first hold arms it: a superset, since an armed fill-in may
+ * also never be sent (FILLSEND is a step the world may not take before
+ * FILLDROP clears it). */
+#ifdef HANDOFF
+#define FILLER true
+#else
+#define FILLER keeping
+#endif
 #define FILLINLATER \
 	if \
-	:: keeping && fls[o] > 0 -> \
+	:: FILLER && fls[o] > 0 -> \
 		fil[o] = (got[o*N] == R_HELD) | (got[o*N+1] == R_HELD) * 2 | (got[o*N+2] == R_HELD) * 4; \
 		if :: fil[o] != 0 -> fdl[o] = 2 :: else -> skip fi \
 	:: else -> skip \
@@ -1066,6 +1173,7 @@ end:
 	DELIVER(0, 2) DELIVER(1, 2) DELIVER(2, 2) DELIVER(3, 2) DELIVER(4, 2) DELIVER(5, 2)
 #endif
 	BGDELIVER(0) BGDELIVER(1) BGDELIVER(2) BGDELIVER(3) BGDELIVER(4) BGDELIVER(5)
+	DELIVERTTS
 #if DUPS > 0
 	DUP(0, 0) DUP(1, 0) DUP(2, 0) DUP(3, 0) DUP(4, 0) DUP(5, 0)
 #endif
@@ -1088,6 +1196,9 @@ end:
 		!ANYBGDUE && QUIETNET ->
 		clock = (clock + 1) * CLOCKSTEP;
 		printf("MSC tick: t%d\n", clock);
+#ifdef HANDOFF
+		rsv = 0;   /* handOffHold, 20 ms, is over */
+#endif
 #ifndef PROGRESS
 		if :: down > 0 -> down-- :: else -> skip fi;
 #endif
