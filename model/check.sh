@@ -121,7 +121,8 @@
 # last ends: 3.5 min on a quiet machine (5.4 one at a time, the same hour),
 # up to three times that in the machine's slow state with other work
 # beside it. Memory: see model/README.md's table (renew-a, the largest of
-# them, about 7.4 GB; two at once at most 14.2 GB, with handoff-retries-bug at 6.8 GB; the machine has 24 GB).
+# them, about 7.4 GB; two at once at most 14.2 GB, beside handoff-retries-bug's
+# 6.8 GB; the machine has 24 GB).
 # fencing-full (15.4 GB) runs only with LARGE=1, alone once they are
 # done: 8 to 10 min on a quiet machine, but on 2026-11-29 with a test run
 # beside it, it had stored 126 of its 153 million states after 40 min

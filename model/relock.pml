@@ -357,6 +357,7 @@ byte nfence[N];
 byte rsv;
 bit tt;
 #define RSVFOR(p) (tt && rsv == 2 - (p))   /* reserved for the other owner */
+#define RSVMINE(p) (tt && rsv == 1 + (p))  /* handed off to p itself */
 #else
 #define RSVFOR(p) false
 #endif
@@ -365,7 +366,7 @@ bit tt;
  * reservedFor first): a holder that took the lock meanwhile (an acquire
  * that does not take turns) is overridden. */
 #if defined(HANDOFF) && defined(BUG_RSVHOLDER)
-#define RSVOVERRIDES(p) (tt && rsv == 1 + (p))
+#define RSVOVERRIDES(p) RSVMINE(p)
 #else
 #define RSVOVERRIDES(p) false
 #endif
@@ -446,9 +447,10 @@ byte rps[2] = REPAIRS;
 #endif
 /* Fill-ins (-DFILLIN): lock/hold.go attempt's fillInLater. An acquisition
  * that wins while its owner keeps what an earlier attempt took (a keeper;
- * a hand-off's target is the other case, with -DHANDOFF) writes its hold, through the cleaner, on the nodes where
- * another owner's hold refused it (refusedBy: R_HELD), by hold.repairOp as
- * a repair does, and sends it again while that hold refuses it, until
+ * a hand-off's target is the other case, with -DHANDOFF) writes its hold,
+ * through the cleaner, on the nodes where another owner's hold refused it
+ * (refusedBy: R_HELD), by hold.repairOp as a repair does, and sends it
+ * again while that hold refuses it, until
  * by = min(ValidUntil, now + lease/3). fil[p]: the nodes (bit d) with a
  * fill-in of owner p pending; fdl[p]: ticks left to send them (2: a third
  * of a lease from a moment inside the current tick ends before the second
@@ -555,6 +557,16 @@ inline bury(E, S) {
 	buryFor(E, S, NL)
 }
 
+/* refused (prelude.lua): a refusal through a client that retries
+ * (Node.noRetries false: twice = 1, under -DDUPS) buries the call's seq,
+ * so its other copy is stale when it lands. -DBUG_NOTWICE (a seeded bug)
+ * buries nothing. */
+#if DUPS > 0 && !defined(BUG_NOTWICE)
+#define REFUSED(E, S) bury(E, S)
+#else
+#define REFUSED(E, S) skip
+#endif
+
 /* script: node d runs request kind k of owner p (seq sq, count c, re-entry
  * flag fl); the reply code goes to r, the fencing counter read to f. */
 inline script(d, p, k, sq, c, fl) {
@@ -565,12 +577,7 @@ inline script(d, p, k, sq, c, fl) {
 		g = (d)*2 + 1 - (p);
 		if
 		:: ncnt[g] > 0 && !RSVOVERRIDES(p) ->
-#if DUPS > 0 && !defined(BUG_NOTWICE)
-			/* refused(KEYS[3], seq, lease, twice): a client that retries
-			 * (Node.noRetries false) sends twice = 1, and a refusal buries
-			 * the call's seq, so its other copy is stale when it lands */
-			bury(e, sq);
-#endif
+			REFUSED(e, sq);              /* refused(KEYS[3], seq, lease, twice) */
 			r = R_HELD                   /* size > own: return {0, ttl, fence} */
 		:: ncnt[g] == 0 && ncnt[e] > 0 && sq <= nseq[e] ->
 			r = R_OK                     /* seq <= last: return {1, held or 0, fence} */
@@ -583,8 +590,8 @@ inline script(d, p, k, sq, c, fl) {
 			 * and enqueue; {4, -2, fence}, which the client reads as a
 			 * holder's refusal (refusedBy, contender.settle): R_HELD.
 			 * -DBUG_RSVNOTWICE (a seeded bug) buries nothing there. */
-#if DUPS > 0 && !defined(BUG_NOTWICE) && !defined(BUG_RSVNOTWICE)
-			bury(e, sq);
+#ifndef BUG_RSVNOTWICE
+			REFUSED(e, sq);
 #endif
 			printf("MSC t%d node %d: the lock is reserved for %c, handed off to it: %c is refused\n", clock, d, 'A' + 1 - (p), 'A' + (p));
 			r = R_HELD
@@ -603,7 +610,7 @@ inline script(d, p, k, sq, c, fl) {
 #ifdef HANDOFF
 			/* the owner it was handed to ends the reservation as it takes
 			 * the lock (GETDEL in reservedFor, or DEL after HSET) */
-			if :: tt && rsv == 1 + (p) -> rsv = 0 :: else -> skip fi;
+			if :: RSVMINE(p) -> rsv = 0 :: else -> skip fi;
 #endif
 			r = R_OK
 		fi;
@@ -879,9 +886,10 @@ inline forceScript(D, NM) {
 #define TTMAYDIFFER(P, J) (MKIND(fg[P*FGS+J]) == REL || MKIND(fg[P*FGS+J]) == ACQ && rsv != 0)
 #define DELIVERTT(P, J) DELIVERAS(P, J, 1, TTMAYDIFFER(P, J))
 #if FGS > 2
-#define DELIVERTTS DELIVERTT(0, 0) DELIVERTT(0, 1) DELIVERTT(0, 2) DELIVERTT(3, 0) DELIVERTT(3, 1) DELIVERTT(3, 2)
+#define DELIVERTTS DELIVERTT((TIE), 0) DELIVERTT((TIE), 1) DELIVERTT((TIE), 2) \
+	DELIVERTT((N + TIE), 0) DELIVERTT((N + TIE), 1) DELIVERTT((N + TIE), 2)
 #else
-#define DELIVERTTS DELIVERTT(0, 0) DELIVERTT(0, 1) DELIVERTT(3, 0) DELIVERTT(3, 1)
+#define DELIVERTTS DELIVERTT((TIE), 0) DELIVERTT((TIE), 1) DELIVERTT((N + TIE), 0) DELIVERTT((N + TIE), 1)
 #endif
 #else
 #define DELIVERTTS
