@@ -42,6 +42,21 @@ func TestQuickRun(t *testing.T) {
 	} else if rep.Ceiling.GoRedisErr != nil || rep.Ceiling.GoRedis.Ops == 0 {
 		t.Errorf("ceiling: go-redis EVALSHA: %v", rep.Ceiling.GoRedisErr)
 	}
+	if c := rep.Ceiling; c != nil {
+		if c.ScriptsErr != nil || len(c.Scripts) != 3 {
+			t.Errorf("ceiling: server time per call: %d measured, %v", len(c.Scripts), c.ScriptsErr)
+		}
+		for _, s := range c.Scripts {
+			if s.PerCall <= 0 || s.PerSec <= 0 {
+				t.Errorf("ceiling: server time per call of %s: %v, %.0f/s", s.What, s.PerCall, s.PerSec)
+			}
+		}
+	}
+	for _, r := range rep.Contended {
+		if r.IdlePing.N() == 0 {
+			t.Errorf("contended %s / %s, %d master(s): no PING after an idle hold", r.Lib, r.Mode, r.Nodes)
+		}
+	}
 
 	// Two client modes × (7 configurations on 1 master + 5 on 3 masters:
 	// relock, its two A/B rows, redsync's two, and on 1 master redislock

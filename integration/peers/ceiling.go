@@ -39,6 +39,10 @@ type Ceiling struct {
 	// Bench are redis-benchmark runs of EVALSHA benchScript.
 	Bench    []BenchRun
 	BenchErr error // redis-benchmark missing or failing
+	// Scripts is the server's time per call of relock's acquire and of
+	// SET NX PX (see ScriptCost).
+	Scripts    []ScriptCost
+	ScriptsErr error
 }
 
 // FanOut is the parallel PING to the first Nodes masters.
@@ -101,6 +105,7 @@ func measureCeiling(ctx context.Context, cfg Config, addrs []string, counts []in
 	}
 	c.GoRedis, c.GoRedisErr = measureEvalSHA(ctx, client, sha, cfg.Uncontended, cfg)
 	c.Bench, c.BenchErr = runRedisBenchmark(ctx, addr, sha, cfg)
+	c.Scripts, c.ScriptsErr = measureScriptCosts(ctx, client, addr, cfg)
 	return c
 }
 
@@ -133,7 +138,13 @@ func (f *fanOut) close() {
 // measure times rounds of one PING to every node in parallel, until the
 // last reply, for d (at most maxSamples rounds), after a short warm-up.
 func (f *fanOut) measure(ctx context.Context, d time.Duration) (Dist, error) {
-	return timeRounds(d, func() error {
+	return f.measureAfter(ctx, d, 0)
+}
+
+// measureAfter is measure with the caller idle for idle before each round
+// (see timeRoundsAfter).
+func (f *fanOut) measureAfter(ctx context.Context, d, idle time.Duration) (Dist, error) {
+	return timeRoundsAfter(d, idle, func() error {
 		var wg sync.WaitGroup
 		for i, c := range f.clients {
 			wg.Go(func() { f.errs[i] = c.Ping(ctx).Err() })
@@ -146,7 +157,21 @@ func (f *fanOut) measure(ctx context.Context, d time.Duration) (Dist, error) {
 // timeRounds calls round 200 times unmeasured, then times it for d (at
 // most maxSamples calls).
 func timeRounds(d time.Duration, round func() error) (Dist, error) {
-	for range 200 {
+	return timeRoundsAfter(d, 0, round)
+}
+
+// timeRoundsAfter is timeRounds with a time.Sleep of idle before each
+// round, which is timed from the sleep's end: a round trip started as a
+// contended hand-off starts its own, after the holder slept through its
+// hold, with the client, the servers and the cores left idle meanwhile
+// (on a virtual machine an idle core can take a long time to wake). With
+// a pause it warms up for 20 rounds, not 200.
+func timeRoundsAfter(d, idle time.Duration, round func() error) (Dist, error) {
+	warmup := 200
+	if idle > 0 {
+		warmup = 20
+	}
+	for range warmup {
 		if err := round(); err != nil {
 			return nil, err
 		}
@@ -154,6 +179,9 @@ func timeRounds(d time.Duration, round func() error) (Dist, error) {
 	var lat []time.Duration
 	end := time.Now().Add(d)
 	for len(lat) < maxSamples && time.Now().Before(end) {
+		if idle > 0 {
+			time.Sleep(idle)
+		}
 		t0 := time.Now()
 		if err := round(); err != nil {
 			return nil, err
@@ -218,11 +246,7 @@ var benchLine = regexp.MustCompile(`([0-9.]+) requests per second(?:, p50=([0-9.
 // runRedisBenchmark runs redis-benchmark EVALSHA sha on addr with 64
 // clients, without and with pipelining.
 func runRedisBenchmark(ctx context.Context, addr, sha string, cfg Config) ([]BenchRun, error) {
-	bin, err := exec.LookPath("redis-benchmark")
-	if err != nil {
-		return nil, fmt.Errorf("redis-benchmark not found (Debian package redis-tools): %w", err)
-	}
-	host, port, err := net.SplitHostPort(addr)
+	bin, host, port, err := redisBenchmark(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +279,16 @@ func runRedisBenchmark(ctx context.Context, addr, sha string, cfg Config) ([]Ben
 		runs = append(runs, r)
 	}
 	return runs, nil
+}
+
+// redisBenchmark returns the redis-benchmark binary and addr's host and
+// port, as its -h and -p take them.
+func redisBenchmark(addr string) (bin, host, port string, err error) {
+	if bin, err = exec.LookPath("redis-benchmark"); err != nil {
+		return "", "", "", fmt.Errorf("redis-benchmark not found (Debian package redis-tools): %w", err)
+	}
+	host, port, err = net.SplitHostPort(addr)
+	return bin, host, port, err
 }
 
 func lastLine(out []byte) string {

@@ -47,6 +47,10 @@ type Contended struct {
 	// FanPing, with several masters, a PING to all of them in parallel
 	// until the last reply, just before the run too.
 	Ping, FanPing Dist
+	// IdlePing is the PING to the run's masters in parallel (to the one
+	// master alone) with a sleep of the hold before each, just before the
+	// run: a round trip from the idle machine a hand-off starts from.
+	IdlePing Dist
 
 	Elapsed time.Duration
 	Cycles  int // acquisitions before the run ended

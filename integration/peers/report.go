@@ -170,6 +170,13 @@ func (r *Report) writeCeiling(w io.Writer) {
 	if c.BenchErr != nil {
 		t.add("redis-benchmark EVALSHA", "not measured: "+c.BenchErr.Error())
 	}
+	for _, s := range c.Scripts {
+		t.add("server time per call (INFO commandstats), redis-benchmark -c 16 -P 8 on free keys: "+s.What,
+			fmt.Sprintf("%.1f µs per call (%s/s)", float64(s.PerCall)/float64(time.Microsecond), fmtRate(s.PerSec)))
+	}
+	if c.ScriptsErr != nil {
+		t.add("server time per call", "not measured: "+c.ScriptsErr.Error())
+	}
 	t.write(w)
 }
 
@@ -179,7 +186,7 @@ func (r *Report) writeContended(w io.Writer) {
 		c.Contenders, c.Work, c.Pause)
 	fmt.Fprintf(w, "Clients: per goroutine = every goroutine its own Client (its own go-redis clients), as separate processes would have; shared = one for all. "+
 		"relock (split votes, before): relock's Clients made with abtest.SplitVotes set, contending as relock did before its tie-breaker; relock (no wait queue, before): with abtest.NoWaitQueue set, waiting without the tie-breaker's wait queue, which hands each release to one waiter across processes (the A/B of the contention protocol). "+
-		"PING p50 before: sequential go-redis PINGs on the first master just before the run (the machine's load drifts); ∥ PING to N: a PING to every master of the run in parallel, until the last reply, just before it too. "+
+		"PING p50 before: sequential go-redis PINGs on the first master just before the run (the machine's load drifts); ∥ PING to N: a PING to every master of the run in parallel, until the last reply, just before it too; after idle: the same (to the one master alone on 1), each after a sleep of the hold, as each round trip of a hand-off starts from a machine idle for the hold (on this virtual machine an idle core is slow to wake). "+
 		"Hand-off: from the holder calling Unlock to another goroutine's Lock returning. "+
 		"Wake / final try split it at the moment the new holder's client sent its last script before Lock returned "+
 		"(go-redis clients only; with a shared client only relock, whose scripts carry the owner id). Re-acquired: share of acquisitions won by the goroutine that had just released. "+
@@ -190,7 +197,7 @@ func (r *Report) writeContended(w io.Writer) {
 		"Server cmds /acq: every command the nodes ran during the measured time (INFO commandstats deltas: also the commands scripts run, subscriptions, PINGs; the bench's own INFO taken off), per acquisition, summed over the masters. "+
 		"Stuck: Lock waits longer than %v. Gave up: Lock calls that ended without the lock (library retry budget, or the %v wait bound) and were called again.\n\n",
 		stuckAfter, lockTimeout)
-	t := table{head: []string{"library", "masters", "clients", "PING p50 before", "∥ PING to N p50 before", "hand-off p50", "hand-off p99", "wake p50", "final try p50",
+	t := table{head: []string{"library", "masters", "clients", "PING p50 before", "∥ PING to N p50 before", "∥ PING after idle p50", "hand-off p50", "hand-off p99", "wake p50", "final try p50",
 		"Unlock p50", "Lock wait p50", "Lock wait p99", "max wait", "cycles/s", "server cmds /acq", "round trips /cycle", "PUBLISH /cycle", "re-acquired", "per goroutine min–max",
 		"stuck > 1 s", "gave up", "errors", "overlaps"}}
 	for _, x := range r.Contended {
@@ -203,7 +210,7 @@ func (r *Report) writeContended(w io.Writer) {
 		if x.RoundTrips > 0 {
 			trips = fmt.Sprintf("%.1f", x.RoundTrips)
 		}
-		t.add(x.Lib, fmt.Sprint(x.Nodes), x.Mode, fmtDur(x.Ping.P50()), fmtDur(x.FanPing.P50()), fmtDur(x.Handoff.P50()), fmtDur(x.Handoff.P99()),
+		t.add(x.Lib, fmt.Sprint(x.Nodes), x.Mode, fmtDur(x.Ping.P50()), fmtDur(x.FanPing.P50()), fmtDur(x.IdlePing.P50()), fmtDur(x.Handoff.P50()), fmtDur(x.Handoff.P99()),
 			fmtDur(x.Wake.P50()), fmtDur(x.Acquire.P50()), fmtDur(x.Unlock.P50()), fmtDur(x.Wait.P50()), fmtDur(x.Wait.P99()), fmtDur(x.MaxWait),
 			fmtRate(x.CyclesPerSec()), fmtCmds(x.ServerCmds), trips, fmt.Sprintf("%.1f", x.Publishes), fmt.Sprintf("%.0f%%", 100*x.SelfShare()), fmt.Sprintf("%d–%d", lo, hi),
 			fmt.Sprint(x.Stuck), fmt.Sprint(x.GaveUp), errs, fmt.Sprint(x.Overlaps))

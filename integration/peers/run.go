@@ -254,7 +254,7 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 						continue
 					}
 					err := attempt(fmt.Sprintf("contended %s, %d master(s), %s", lib.Name, n, mode), func() error {
-						ping, fan, perr := adjacentPing(ctx, cfg, srv, n)
+						ping, fan, idle, perr := adjacentPing(ctx, cfg, srv, n)
 						r, err := runContended(ctx, cfg, lib, srv.Addrs[:n], srv.Admin[:n], mode)
 						if err == nil {
 							err = perr
@@ -262,7 +262,7 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 						if err != nil {
 							return err
 						}
-						r.Ping, r.FanPing = ping, fan
+						r.Ping, r.FanPing, r.IdlePing = ping, fan, idle
 						rep.Contended = append(rep.Contended, r)
 						return nil
 					})
@@ -367,16 +367,22 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 // adjacentPing measures the PING round trip on the first node right before
 // a run, and with n > 1 masters the PING to the first n in parallel: the
 // machine's load drifts during a long run (and other work may share it), so
-// each run is compared with the round trips of its moment.
-func adjacentPing(ctx context.Context, cfg Config, srv Servers, n int) (ping, fan Dist, err error) {
+// each run is compared with the round trips of its moment. idle is the PING
+// to the n masters in parallel (to the one alone when n is 1), each round
+// after a sleep of the run's hold (cfg.Work): a round trip that starts from
+// a machine left idle, as each of a hand-off's does.
+func adjacentPing(ctx context.Context, cfg Config, srv Servers, n int) (ping, fan, idle Dist, err error) {
 	d := min(cfg.Duration/12, 250*time.Millisecond)
-	if ping, err = measurePing(ctx, srv.Admin[0], d); err != nil || n == 1 {
-		return ping, nil, err
-	}
 	f := newFanOut(srv.Addrs[:n])
 	defer f.close()
+	if idle, err = f.measureAfter(ctx, d, cfg.Work); err != nil {
+		return nil, nil, nil, err
+	}
+	if ping, err = measurePing(ctx, srv.Admin[0], d); err != nil || n == 1 {
+		return ping, nil, idle, err
+	}
 	fan, err = f.measure(ctx, d)
-	return ping, fan, err
+	return ping, fan, idle, err
 }
 
 // references returns the PINGs measured beside the libraries in the

@@ -107,6 +107,15 @@ func (r *Report) Checks() []Check {
 			}
 			add("relock hand-off p50 ÷ the ceiling's "+name+" p50, "+where, m, target, ok)
 		}
+		if q := ratio(x.Handoff.P50(), x.IdlePing.P50()); q > 0 {
+			idle := "PING"
+			if x.Nodes > 1 {
+				idle = fmt.Sprintf("parallel PING to %d", x.Nodes)
+			}
+			add("relock hand-off p50 ÷ the "+idle+" p50 after an idle hold, just before the run, "+where,
+				fmt.Sprintf("%.2f× (%s ÷ %s)", q, fmtDur(x.Handoff.P50()), fmtDur(x.IdlePing.P50())),
+				"information (two round trips, each from an idle machine: about 2× is the floor)", nil)
+		}
 		if separate && x.ServerCmds > 0 {
 			limit := spec10CmdsPerNode * float64(x.Nodes)
 			add("relock server commands per acquisition, "+where, fmt.Sprintf("%.1f", x.ServerCmds),

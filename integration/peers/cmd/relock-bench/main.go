@@ -25,9 +25,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +56,7 @@ func main() {
 		out        = flag.String("out", "", "also write the tables to this file")
 		route      = flag.String("route", "bridge", "how clients reach the Redis containers: bridge (the containers' own IPs, as a client on another host would) or published (Docker's published loopback ports, through its userland proxy)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (every library's client, this process) to this file, for go tool pprof")
+		traceOut   = flag.String("trace", "", "write an execution trace of the whole run to this file, for go tool trace (e.g. -pprof=sched: how long goroutines waited to run)")
 	)
 	flag.Parse()
 
@@ -88,7 +91,12 @@ func main() {
 	if err != nil {
 		fatalf("%v", err)
 	}
+	stopTrace, err := startTrace(*traceOut)
+	if err != nil {
+		fatalf("%v", err)
+	}
 	err = run(cfg, *out)
+	stopTrace()
 	stopProfile()
 	if err != nil {
 		fatalf("%v", err)
@@ -98,6 +106,18 @@ func main() {
 // startCPUProfile starts profiling the process's CPU into path, when set,
 // and returns what stops it and writes the file.
 func startCPUProfile(path string) (stop func(), err error) {
+	return record(path, "the CPU profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// startTrace starts the execution tracer into path, when set, and returns
+// what stops it and closes the file.
+func startTrace(path string) (stop func(), err error) {
+	return record(path, "the trace", trace.Start, trace.Stop)
+}
+
+// record creates path, when set, and starts writing what into it; the
+// returned stop ends it and closes the file.
+func record(path, what string, start func(io.Writer) error, end func()) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
@@ -105,14 +125,14 @@ func startCPUProfile(path string) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		end()
 		if err := f.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "relock-bench: writing the CPU profile: %v\n", err)
+			fmt.Fprintf(os.Stderr, "relock-bench: writing %s: %v\n", what, err)
 		}
 	}, nil
 }
