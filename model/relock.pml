@@ -221,12 +221,16 @@
  * cover, so only the line changed. On 2026-12-01 the model gained the
  * hand-off's reservation (-DHANDOFF, acquire.lua's handedTo branch and the
  * take that ends it, release.lua's announce 'q'), until then argued to be
- * covered by R_HELD: no script changed.
+ * covered by R_HELD: no script changed. On 2026-12-02 acquire.lua,
+ * release.lua and renew.lua began storing the count, the sequence number
+ * and the lease as the strings the client sent instead of the numbers read
+ * from them: the same values, which the model abstracts, so only the lines
+ * changed.
  */
 /* checksum lua/prelude.lua sha256:2a06e9d644f5ca9d496436c67849a9e3175d9e224e069005083f2c9d7e6f6232 */
-/* checksum lua/acquire.lua sha256:bcd38b19ea4a25fe19d06a096c42ac051048bcb87696f0475fb3ea1fb5b74b67 */
-/* checksum lua/release.lua sha256:d533c9b15435041caa73bec9b70fa48bb0e39740d4595f55ffc7ad67dcf0cda1 */
-/* checksum lua/renew.lua sha256:a36678d51574561d146256997bd0cc2a0a0715bdc0c04a78f2fbcf20b7062d1c */
+/* checksum lua/acquire.lua sha256:3e3a2d8c5b3f11c1820421efde7dc38c92243cbdc6bddda8ad9f1896b5e4a81a */
+/* checksum lua/release.lua sha256:4eec214fec9c374be954575a983437ea5df3522deef143adefabf3c482d4e5ed */
+/* checksum lua/renew.lua sha256:89653064f983445600e8cade2c969f618c93ec567630b0cd9cdfee55d7115346 */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 /* checksum lua/forceunlock.lua sha256:56ae7ce00446c750cb930f66bf8bf0f3270aef66ffb2474617e339b62ba04224 */
 /* checksum lua/inspect.lua sha256:f83ce7a799bb20ce0d67385965617db7bd34ed952ae130038a7e06b246bb7ef3 */
