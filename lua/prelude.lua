@@ -207,7 +207,7 @@ end
 -- is empty, or owner heads it. Expired entries are dropped first.
 local function aheadOf(queue, deadlines, owner)
   purgeQueue(queue, deadlines)
-  local ok, head = attempt('ZRANGE', queue, 0, 0)
+  local ok, head = attempt('ZRANGE', queue, '0', '0')
   if not ok then
     foreign(queue, 'queue')
   end
@@ -268,7 +268,8 @@ local function queueHead(queue, mode, deadlines, owner)
   if mode == 'f' then
     purgeQueue(queue, deadlines)
   end
-  local ok, first = attempt('ZRANGE', queue, 0, mode == 'f' and 1 or 2)
+  -- The bounds as strings: a number argument is formatted on every call.
+  local ok, first = attempt('ZRANGE', queue, '0', mode == 'f' and '1' or '2')
   if not ok then
     foreign(queue, 'queue')
   end

@@ -224,10 +224,11 @@
  * covered by R_HELD: no script changed. On 2026-12-02 acquire.lua,
  * release.lua and renew.lua began storing the count, the sequence number
  * and the lease as the strings the client sent instead of the numbers read
- * from them: the same values, which the model abstracts, so only the lines
- * changed.
+ * from them, and prelude.lua's queue reads pass their bounds as strings:
+ * the same values and replies, which the model abstracts, so only the
+ * lines changed.
  */
-/* checksum lua/prelude.lua sha256:2a06e9d644f5ca9d496436c67849a9e3175d9e224e069005083f2c9d7e6f6232 */
+/* checksum lua/prelude.lua sha256:d4a76d96cdc1f81fd82c041b5519952cc330b8ab3959e638d056e0f557275496 */
 /* checksum lua/acquire.lua sha256:3e3a2d8c5b3f11c1820421efde7dc38c92243cbdc6bddda8ad9f1896b5e4a81a */
 /* checksum lua/release.lua sha256:4eec214fec9c374be954575a983437ea5df3522deef143adefabf3c482d4e5ed */
 /* checksum lua/renew.lua sha256:89653064f983445600e8cade2c969f618c93ec567630b0cd9cdfee55d7115346 */
