@@ -266,19 +266,30 @@ func runRedisBenchmark(ctx context.Context, addr, sha string, cfg Config) ([]Ben
 		if err != nil {
 			return runs, fmt.Errorf("redis-benchmark: %w: %s", err, lastLine(out))
 		}
-		m := benchLine.FindAllSubmatch(out, -1)
-		if len(m) == 0 {
+		var ok bool
+		if r.PerSec, r.P50, ok = parseBenchmark(out); !ok {
 			return runs, fmt.Errorf("redis-benchmark: no result in %q", lastLine(out))
-		}
-		last := m[len(m)-1]
-		r.PerSec, _ = strconv.ParseFloat(string(last[1]), 64)
-		if len(last[2]) > 0 {
-			ms, _ := strconv.ParseFloat(string(last[2]), 64)
-			r.P50 = time.Duration(ms * float64(time.Millisecond))
 		}
 		runs = append(runs, r)
 	}
 	return runs, nil
+}
+
+// parseBenchmark reads the last result line of redis-benchmark -q's
+// output: the rate and the p50 (0 when not printed); ok is false when there
+// is none.
+func parseBenchmark(out []byte) (perSec float64, p50 time.Duration, ok bool) {
+	m := benchLine.FindAllSubmatch(out, -1)
+	if len(m) == 0 {
+		return 0, 0, false
+	}
+	last := m[len(m)-1]
+	perSec, _ = strconv.ParseFloat(string(last[1]), 64)
+	if len(last[2]) > 0 {
+		ms, _ := strconv.ParseFloat(string(last[2]), 64)
+		p50 = time.Duration(ms * float64(time.Millisecond))
+	}
+	return perSec, p50, true
 }
 
 // redisBenchmark returns the redis-benchmark binary and addr's host and

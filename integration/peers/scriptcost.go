@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/lua"
+	"github.com/relock-go/relock/reentrant"
 )
 
 // ScriptCost is what one kind of acquire costs the server per call: its
@@ -20,7 +20,6 @@ import (
 // server CPU per acquisition goes (see the load tables' Redis CPU /acq).
 type ScriptCost struct {
 	What    string
-	Command string        // the command whose commandstats line is read
 	PerCall time.Duration // server time per call, the commands the script runs included
 	PerSec  float64       // redis-benchmark's rate
 }
@@ -40,12 +39,14 @@ const sameCommands = `if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
 end
 return {0, 0, 0}`
 
-// acquireArgs is acquire.lua's KEYS (5) and ARGV (14) for a first
-// acquisition, lock key first; key is the lock's name.
-func acquireArgs(key string) []string {
+// acquireArgs is acquire.lua's KEYS (5, as the reentrant package names a
+// lock's keys) and ARGV (14) for a first acquisition of the lock name.
+func acquireArgs(name string) []string {
+	const owner = "client-0123456789:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	k, _ := reentrant.NewKey("", name) // never empty
 	return []string{
-		"{" + key + "}", "{" + key + "}:fence", "{" + key + "}:tomb", "{" + key + "}:queue", "{" + key + "}:reserved",
-		"client-0123456789:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", // ARGV[1] owner
+		k.Lock, k.Fence, k.Tombstone(owner), k.Queue, k.QueueDeadlines,
+		owner,             // ARGV[1]
 		"30000", "1", "1", // lease, count, sequence number
 		"0", "0", "1733000000000001", "0", // re-entry, fence, ticket, queue rule
 		"0", "0", "0", "1", "1", "0", // twice, ask holder, waiting, no strays, unqueued, expect free
@@ -105,13 +106,11 @@ func measureScriptCosts(ctx context.Context, client *redis.Client, addr string, 
 		if err != nil {
 			return out, err
 		}
-		cost := ScriptCost{What: c.what, Command: c.command}
+		cost := ScriptCost{What: c.what}
 		if calls := after.calls - before.calls; calls > 0 {
 			cost.PerCall = time.Duration(float64(after.usec-before.usec) / float64(calls) * float64(time.Microsecond))
 		}
-		if m := benchLine.FindAllSubmatch(raw, -1); len(m) > 0 {
-			cost.PerSec, _ = strconv.ParseFloat(string(m[len(m)-1][1]), 64)
-		}
+		cost.PerSec, _, _ = parseBenchmark(raw)
 		out = append(out, cost)
 		if err := client.FlushAll(ctx).Err(); err != nil {
 			return out, err
@@ -130,24 +129,8 @@ func commandUsec(ctx context.Context, c *redis.Client, command string) (usecStat
 	if err != nil {
 		return usecStat{}, err
 	}
-	var s usecStat
-	for _, line := range strings.Split(info, "\n") {
-		fields, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+command+":")
-		if !ok {
-			continue
-		}
-		for _, kv := range strings.Split(fields, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				s.calls = n
-			case "usec":
-				s.usec = n
-			}
-		}
-	}
-	return s, nil
+	line := parseInfo(info)["cmdstat_"+command]
+	return usecStat{calls: statOf(line, "calls"), usec: statOf(line, "usec")}, nil
 }
 
 func toAny(s []string) []any {

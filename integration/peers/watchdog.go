@@ -246,11 +246,15 @@ func parseInfo(info string) map[string]string {
 }
 
 // callsOf reads calls=N from a cmdstat_ value; 0 when absent.
-func callsOf(v string) int64 {
+func callsOf(v string) int64 { return statOf(v, "calls") }
+
+// statOf reads the integer field name of a commandstats value, e.g. usec in
+// "calls=3,usec=40,usec_per_call=13.33" (0 when missing).
+func statOf(v, name string) int64 {
 	for _, field := range strings.Split(v, ",") {
-		if n, ok := strings.CutPrefix(field, "calls="); ok {
-			calls, _ := strconv.ParseInt(n, 10, 64)
-			return calls
+		if n, ok := strings.CutPrefix(field, name+"="); ok {
+			value, _ := strconv.ParseInt(n, 10, 64)
+			return value
 		}
 	}
 	return 0
