@@ -175,3 +175,33 @@ func TestReadOnlyScriptsCallOnlyReads(t *testing.T) {
 		}
 	}
 }
+
+// A script's code above its helpers' line (acquire.lua's free lock) runs
+// before they are defined: lua.go refuses one that would need them there,
+// or that would hide a name of Lua's from them.
+func TestCodeAboveTheHelpersNeedsNoneOfThem(t *testing.T) {
+	if !strings.Contains(lua.Acquire.Source(), "return {1, tonumber(countArg), 0}\nend\n\n-- prelude:") {
+		t.Error("acquire: the free lock's path is not above the helpers")
+	}
+	bad := map[string]string{
+		"a helper":      "local ok = attempt('GET', KEYS[1])\n-- @helpers\nreturn ownHold(KEYS[1], ARGV[1])",
+		"a value":       "local ms = handOffHold\n-- @helpers\nreturn reservedFor(KEYS[1], ARGV[1])",
+		"Lua's own":     "local type = ARGV[1]\n-- @helpers\nreturn ownHold(KEYS[1], type)",
+		"in a list too": "local a, tonumber = 1, 2\n-- @helpers\nreturn ownHold(KEYS[1], a)",
+	}
+	for what, source := range bad {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s above the helpers: no panic", what)
+				}
+			}()
+			lua.New("bad", source)
+		}()
+	}
+	good := lua.New("good", "local key = KEYS[1] -- ownHold(key) in a comment is no call\nif key == '' then\n  return 0\nend\n-- @helpers\nreturn ownHold(key, ARGV[1])")
+	above, below, _ := strings.Cut(good.Source(), "local function ownHold")
+	if !strings.Contains(above, "return 0") || !strings.Contains(below, "return ownHold(key, ARGV[1])") {
+		t.Errorf("the helpers are not put at their line:\n%s", good.Source())
+	}
+}

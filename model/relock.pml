@@ -226,10 +226,14 @@
  * and the lease as the strings the client sent instead of the numbers read
  * from them, and prelude.lua's queue reads pass their bounds as strings:
  * the same values and replies, which the model abstracts, so only the
- * lines changed.
+ * lines changed. Later that day acquire.lua takes a free lock that needs
+ * nothing else read or changed (no fence, no reservation to end, no fair
+ * queue, no readers, no queue entry) above prelude.lua's helpers, whose
+ * definitions it then skips: the same commands, state and reply as the
+ * path below them gives that call, so only the line changed.
  */
 /* checksum lua/prelude.lua sha256:d4a76d96cdc1f81fd82c041b5519952cc330b8ab3959e638d056e0f557275496 */
-/* checksum lua/acquire.lua sha256:3e3a2d8c5b3f11c1820421efde7dc38c92243cbdc6bddda8ad9f1896b5e4a81a */
+/* checksum lua/acquire.lua sha256:b648844587bbfb8311d40159b70044af887f5a8d445cc31729765f2c3abba0bb */
 /* checksum lua/release.lua sha256:4eec214fec9c374be954575a983437ea5df3522deef143adefabf3c482d4e5ed */
 /* checksum lua/renew.lua sha256:89653064f983445600e8cade2c969f618c93ec567630b0cd9cdfee55d7115346 */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
