@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -818,6 +819,63 @@ func TestReentrantHandOffAloneReservesNothing(t *testing.T) {
 	a, err = node.Acquire(ctx, barger)
 	require.NoError(t, err)
 	require.True(t, a.Acquired, "nothing is reserved: whoever asks first takes it: %+v", a)
+}
+
+// TestReentrantReleaseReadsTheQueueOnce: a release to 0 reads the queue
+// once, above the helpers (release.lua), and decides on it as below them:
+// with nobody queued it deletes the lock and publishes nothing, whatever
+// its Wake; with another type at the queue's key, a hand-off fails as
+// foreign data and changes nothing, and a copy for keepers goes to the
+// channel itself.
+func TestReentrantReleaseReadsTheQueueOnce(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	for _, wake := range []reentrant.Wake{reentrant.WakeQueue, reentrant.WakeQueueAlone, reentrant.WakeKeepers} {
+		key := mustKey(t, fmt.Sprintf("queue-read-once-%d", wake))
+		sub := direct.Subscribe(ctx, key.Channel, pubsub.PersonalChannel(key.Channel, "c"))
+		for range 2 {
+			_, err := sub.Receive(ctx) // the subscriptions' confirmations
+			require.NoError(t, err)
+		}
+		var seq int64
+		for _, noStrays := range []bool{true, false} {
+			hold := opFor(key, "c:alice", 1, &seq)
+			_, err := node.Acquire(ctx, hold)
+			require.NoError(t, err)
+			hold.Count, hold.Seq, hold.Wake, hold.NoStrays = 0, hold.Seq+1, wake, noStrays
+			seq = hold.Seq
+			r, err := node.Release(ctx, hold, "empty")
+			require.NoError(t, err)
+			require.Equal(t, reentrant.Released, r, "wake %d, no strays %v", wake, noStrays)
+			require.Zero(t, direct.Exists(ctx, key.Lock).Val())
+			require.Equal(t, !noStrays, direct.Exists(ctx, key.Tombstone("c:alice")).Val() == 1, "a tombstone unless no stray can land")
+		}
+		require.NoError(t, direct.Publish(ctx, key.Channel, "mark").Err())
+		msg, err := sub.ReceiveMessage(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "mark", msg.Payload, "the releases with nobody queued published nothing")
+
+		hold := opFor(key, "c:alice", 1, &seq)
+		_, err = node.Acquire(ctx, hold)
+		require.NoError(t, err)
+		require.NoError(t, direct.Set(ctx, key.Queue, "someone else's data", 0).Err())
+		hold.Count, hold.Seq, hold.Wake, hold.NoStrays = 0, hold.Seq+1, wake, true
+		r, err := node.Release(ctx, hold, "foreign")
+		if wake == reentrant.WakeKeepers {
+			require.NoError(t, err)
+			require.Equal(t, reentrant.Released, r)
+			msg, err = sub.ReceiveMessage(ctx)
+			require.NoError(t, err)
+			require.Equal(t, key.Channel, msg.Channel, "the first message of all, on the channel itself")
+			require.Equal(t, "foreign k", msg.Payload)
+		} else {
+			require.ErrorIs(t, err, reentrant.ErrWrongType, "wake %d", wake)
+			require.Equal(t, map[string]string{"c:alice": "1", "c:alice/seq": strconv.FormatInt(hold.Seq-1, 10)},
+				direct.HGetAll(ctx, key.Lock).Val(), "the hold stays as it was")
+		}
+		require.Equal(t, "someone else's data", direct.Get(ctx, key.Queue).Val())
+		require.NoError(t, sub.Close())
+	}
 }
 
 // TestReentrantAcquireHintsDecideAlike: the acquire script's hints (no

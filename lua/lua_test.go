@@ -183,6 +183,15 @@ func TestCodeAboveTheHelpersNeedsNoneOfThem(t *testing.T) {
 	if !strings.Contains(lua.Acquire.Source(), "return {1, tonumber(countArg), 0}\nend\n\n-- prelude:") {
 		t.Error("acquire: the free lock's path is not above the helpers")
 	}
+	if !strings.Contains(lua.Release.Source(), "    return 2\n  end\nend\n\n-- prelude:") {
+		t.Error("release: the path of a release with nobody queued is not above the helpers")
+	}
+	// Above its helpers release.lua reads the queue as far as announce
+	// would for keepers, personalMax + 1 entries, without personalMax.
+	if !strings.Contains(lua.Release.Source(), "mode == 'k' and '4' or '2'") ||
+		!strings.Contains(lua.Release.Source(), "local personalMax = 4\n") {
+		t.Error("release: the queue read above the helpers is not announce's for keepers")
+	}
 	bad := map[string]string{
 		"a helper":      "local ok = attempt('GET', KEYS[1])\n-- @helpers\nreturn ownHold(KEYS[1], ARGV[1])",
 		"a value":       "local ms = handOffHold\n-- @helpers\nreturn reservedFor(KEYS[1], ARGV[1])",

@@ -261,15 +261,20 @@ end
 -- took the lock at its first attempt skips the dequeue, see acquire.lua's
 -- ARGV[13]), and the second value is then owner, for announce to take out
 -- with the target. Another type at the queue's key is foreign data.
-local function queueHead(queue, mode, deadlines, owner)
+-- queued, for 'q' and 'h', is the queue's first three entries when the
+-- caller read them already (release.lua), which are then not read again.
+local function queueHead(queue, mode, deadlines, owner, queued)
   if mode ~= 'q' and mode ~= 'h' and mode ~= 'f' then
     return {}
   end
   if mode == 'f' then
     purgeQueue(queue, deadlines)
   end
-  -- The bounds as strings: a number argument is formatted on every call.
-  local ok, first = attempt('ZRANGE', queue, '0', mode == 'f' and '1' or '2')
+  local ok, first = true, queued
+  if mode == 'f' or not first then
+    -- The bounds as strings: a number argument is formatted on every call.
+    ok, first = attempt('ZRANGE', queue, '0', mode == 'f' and '1' or '2')
+  end
   if not ok then
     foreign(queue, 'queue')
   end
@@ -379,11 +384,16 @@ local function publishFor(channel, owners, msg)
   end
 end
 
-local function announce(channel, id, mode, queue, head, reserve, stale)
+-- announce's queued, for 'k', is the queue's first personalMax + 1 entries
+-- when the caller read them already (release.lua): they are not read again.
+local function announce(channel, id, mode, queue, head, reserve, stale, queued)
   if mode == 's' then
     return
   elseif mode == 'k' then
-    local ok, registered = attempt('ZRANGE', queue, 0, personalMax)
+    local ok, registered = true, queued
+    if not registered then
+      ok, registered = attempt('ZRANGE', queue, 0, personalMax)
+    end
     if not ok or #registered > personalMax then
       redis.call('PUBLISH', channel, id .. ' k')
     else

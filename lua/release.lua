@@ -64,14 +64,47 @@
 -- nothing), and the readers' channel hears of it when the lock was freed or
 -- a mark removed: the waiting readers may go in.
 local key, owner = KEYS[1], ARGV[1]
-local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 -- The values stored go as the strings the client sent (decimal integers),
 -- not as the numbers read from them: Redis formats a number argument of
 -- redis.call anew on every call (in acquire.lua, 1 to 2 µs of the 14 that
--- a first acquisition takes; make bench's ceiling, server time per call).
+-- a first acquisition took; make bench's ceiling, server time per call).
 local leaseArg, countArg, seqArg = ARGV[2], ARGV[3], ARGV[4]
+local mode = ARGV[6]
 
-local held, last = ownHold(key, owner)
+-- The owner's count and sequence number, read as ownHold reads them but
+-- with redis.pcall: another type at key is left to ownHold, below the
+-- helpers, to report.
+local fields = redis.pcall('HMGET', key, owner, owner .. '/seq')
+local read = not fields.err
+
+-- queued is the head of the queue, for a release to 0 of the owner's hold
+-- that hands the lock off ('q', 'h': the three entries queueHead reads)
+-- or tells the keepers ('k': personalMax + 1, as announce reads them), so
+-- that neither reads it again. With nobody queued, the most frequent
+-- release (no tombstone to leave, no readers' keys) ends here, above the
+-- helpers, making none of their closures (see helpersMark in lua.go): it
+-- deletes the lock, and announces it to no one, as announce would.
+local queued
+if read and fields[1] and countArg == '0' and tonumber(seqArg) > tonumber(fields[2] or '0')
+    and (mode == 'q' or mode == 'h' or mode == 'k') then
+  queued = redis.pcall('ZRANGE', KEYS[4], '0', mode == 'k' and '4' or '2')
+  if queued.err then
+    queued = nil -- another type: queueHead and announce deal with it
+  elseif #queued == 0 and ARGV[7] == '1' and not KEYS[6] then
+    redis.call('DEL', key)
+    return 2
+  end
+end
+
+-- @helpers
+
+local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(seqArg)
+local held, last
+if read then
+  held, last = fields[1] and tonumber(fields[1]), tonumber(fields[2] or '0')
+else
+  held, last = ownHold(key, owner)
+end
 if not held then
   if count == 0 then
     local gone = 0
@@ -98,12 +131,12 @@ if count > 0 then
 end
 -- Read the queue and bury first: foreign data in their place stops the
 -- script before it has changed anything (Redis does not roll a script back).
-local head, stale = queueHead(KEYS[4], ARGV[6], KEYS[5], owner)
+local head, stale = queueHead(KEYS[4], mode, KEYS[5], owner, queued)
 if ARGV[7] ~= '1' then
   bury(KEYS[3], seq, lease)
 end
 redis.call('DEL', key)
-announce(KEYS[2], ARGV[5], ARGV[6], KEYS[4], head, KEYS[5], stale)
+announce(KEYS[2], ARGV[5], mode, KEYS[4], head, KEYS[5], stale, queued)
 if KEYS[6] then
   unmark(KEYS[6], owner)
   redis.call('PUBLISH', KEYS[7], ARGV[5])

@@ -230,11 +230,17 @@
  * nothing else read or changed (no fence, no reservation to end, no fair
  * queue, no readers, no queue entry) above prelude.lua's helpers, whose
  * definitions it then skips: the same commands, state and reply as the
- * path below them gives that call, so only the line changed.
+ * path below them gives that call, so only the line changed. So does
+ * release.lua a release to 0 of the owner's hold with nobody in the queue
+ * and no tombstone to leave (ARGV[7]): HMGET and the queue's ZRANGE with
+ * redis.pcall, then DEL, as REL's full release with an empty queue; on
+ * every other path it hands what it read to ownHold's, queueHead's and
+ * announce's places (prelude.lua), which read nothing again: the same
+ * commands, state and replies, so only the lines changed.
  */
-/* checksum lua/prelude.lua sha256:d4a76d96cdc1f81fd82c041b5519952cc330b8ab3959e638d056e0f557275496 */
+/* checksum lua/prelude.lua sha256:8ae66658b8b1877eb211f2a97123326e1955d5fd5e02290db9d844395372c93c */
 /* checksum lua/acquire.lua sha256:b648844587bbfb8311d40159b70044af887f5a8d445cc31729765f2c3abba0bb */
-/* checksum lua/release.lua sha256:4eec214fec9c374be954575a983437ea5df3522deef143adefabf3c482d4e5ed */
+/* checksum lua/release.lua sha256:4656899753d500fadf206c86e0999a1f6d2ae2fb3e8f375cb65a57a34a7fac10 */
 /* checksum lua/renew.lua sha256:89653064f983445600e8cade2c969f618c93ec567630b0cd9cdfee55d7115346 */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 /* checksum lua/forceunlock.lua sha256:56ae7ce00446c750cb930f66bf8bf0f3270aef66ffb2474617e339b62ba04224 */
