@@ -23,7 +23,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 n="${N:-5000}"
-port="${PORT:-7419}"
+port="${PORT:-7419}" # the redis-server under callgrind
+plain="$((port + 1))" # the one the calls are recorded against
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 rev="${1:-}"
 
@@ -37,23 +38,31 @@ done
 work="$(mktemp -d)"
 cleanup() {
 	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+	redis-cli -p "$plain" shutdown nosave >/dev/null 2>&1 || true
 	if [ -n "$rev" ]; then git -C "$repo" worktree remove --force "$work/rev" >/dev/null 2>&1 || true; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 # The program that writes a tree's scripts (as lua.go assembles them) and
-# the calls of each scene, in Redis's protocol, for redis-cli --pipe.
+# the calls of each scene, in Redis's protocol, for redis-cli --pipe. It
+# drives the tree's own reentrant.Node against a plain redis-server and
+# records what it sends, so each version is measured with the arguments it
+# really passes; the lock's name is then numbered for each of the N copies.
 mkdir -p "$work/dump"
 cat >"$work/dump/main.go" <<'EOF'
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/lua"
 	"github.com/relock-go/relock/reentrant"
@@ -62,68 +71,119 @@ import (
 const (
 	alice = "client-0123456789:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 	bob   = "client-9876543210:1e2d3c4b-5a69-7887-96a5-b4c3d2e1f0a1"
+	name  = "instructions-0000000" // numbered 0 to N-1 in the copies
 )
 
-func command(b *strings.Builder, args ...string) {
-	fmt.Fprintf(b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(b, "$%d\r\n%s\r\n", len(a), a)
+// recorder keeps the commands the node sends while on.
+type recorder struct {
+	on   bool
+	sent [][]string
+}
+
+func (r *recorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.keep(cmd)
+		return next(ctx, cmd)
 	}
 }
 
-// acquire is a Mutex's first acquisition by owner: no re-entry, no fence,
-// a ticket, no queue rule, one copy, no holder asked, no strays, not
-// queued, expecting the lock free (expect "0") or held ("1").
-func acquire(b *strings.Builder, k reentrant.Key, owner, expect string) {
-	command(b, "EVALSHA", lua.Acquire.SHA(), "5", k.Lock, k.Fence, k.Tombstone(owner), k.Queue, k.QueueDeadlines,
-		owner, "30000", "1", "1", "0", "0", "1733000000000001", "0", "0", "0", "0", "1", "1", expect)
+func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			r.keep(cmd)
+		}
+		return next(ctx, cmds)
+	}
 }
 
-// release is the Unlock of alice's hold: count 0, WakeQueueAlone, no strays.
-func release(b *strings.Builder, k reentrant.Key, i int) {
-	command(b, "EVALSHA", lua.Release.SHA(), "5", k.Lock, k.Channel, k.Tombstone(alice), k.Queue, k.QueueDeadlines,
-		alice, "30000", "0", "2", "release-"+strconv.Itoa(i), "h", "1", "0")
+func (r *recorder) keep(cmd redis.Cmder) {
+	if !r.on {
+		return
+	}
+	var args []string
+	for _, a := range cmd.Args() {
+		args = append(args, fmt.Sprint(a))
+	}
+	r.sent = append(r.sent, args)
 }
 
-func main() {
-	out := os.Args[1]
-	n, err := strconv.Atoi(os.Args[2])
+func must(err error) {
 	if err != nil {
 		panic(err)
 	}
-	write := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(out, name), []byte(text), 0o644); err != nil {
-			panic(err)
+}
+
+func main() {
+	addr, out := os.Args[1], os.Args[2]
+	n, err := strconv.Atoi(os.Args[3])
+	must(err)
+	ctx := context.Background()
+	rec := &recorder{}
+	// MaxRetries -1: a client that never sends a call twice, as relock's
+	// defaults make it.
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	rdb.AddHook(rec)
+	node := reentrant.NewNode(rdb, time.Second)
+	key, err := reentrant.NewKey("", name)
+	must(err)
+	var seq int64
+	// op is a Mutex's first acquisition (count 1) or its Unlock (count 0)
+	// by owner, as the lock package makes them for a lone node.
+	op := func(owner string, count int64) reentrant.Op {
+		seq++
+		return reentrant.Op{Key: key, Owner: owner, Lease: 30 * time.Second, Count: count, Seq: seq,
+			Ticket: 1733000000000000 + seq, Unqueued: true, NoStrays: true, Wake: reentrant.WakeQueueAlone}
+	}
+	acquire := func(owner string, expect reentrant.Expectation) func() {
+		return func() {
+			o := op(owner, 1)
+			o.Expect = expect
+			_, err := node.Acquire(ctx, o)
+			must(err)
 		}
 	}
+	release := func() {
+		_, err := node.Release(ctx, op(alice, 0), "release-"+strconv.FormatInt(seq, 10))
+		must(err)
+	}
+	queue := func() { must(rdb.ZAdd(ctx, key.Queue, redis.Z{Score: 1733000000000000, Member: bob}).Err()) }
+	free := acquire(alice, reentrant.ExpectFree)
+	scenes := map[string][]func(){
+		"none":     nil,
+		"held":     {free},
+		"released": {free, release},
+		"queued":   {free, queue},
+		"handed":   {free, queue, release},
+		"refused":  {free, acquire(bob, reentrant.ExpectHeld)},
+	}
+	write := func(file, text string) { must(os.WriteFile(filepath.Join(out, file), []byte(text), 0o644)) }
 	write("acquire.lua", lua.Acquire.Source())
 	write("release.lua", lua.Release.Source())
-	scenes := map[string]func(*strings.Builder, reentrant.Key, int){
-		"none":     func(*strings.Builder, reentrant.Key, int) {},
-		"held":     func(b *strings.Builder, k reentrant.Key, _ int) { acquire(b, k, alice, "0") },
-		"released": func(b *strings.Builder, k reentrant.Key, i int) { acquire(b, k, alice, "0"); release(b, k, i) },
-		"queued": func(b *strings.Builder, k reentrant.Key, _ int) {
-			acquire(b, k, alice, "0")
-			command(b, "ZADD", k.Queue, "1733000000000002", bob)
-		},
-		"handed": func(b *strings.Builder, k reentrant.Key, i int) {
-			acquire(b, k, alice, "0")
-			command(b, "ZADD", k.Queue, "1733000000000002", bob)
-			release(b, k, i)
-		},
-		"refused": func(b *strings.Builder, k reentrant.Key, _ int) { acquire(b, k, alice, "0"); acquire(b, k, bob, "1") },
-	}
-	for name, scene := range scenes {
+	for scene, steps := range scenes {
+		for round := range 2 { // the first loads the scripts, unrecorded
+			must(rdb.FlushAll(ctx).Err())
+			rec.on, rec.sent = round == 1, nil
+			for _, step := range steps {
+				step()
+			}
+		}
+		rec.on = false
 		var b strings.Builder
 		for i := range n {
-			k, err := reentrant.NewKey("", "instructions:"+strconv.Itoa(i))
-			if err != nil {
-				panic(err)
+			numbered := fmt.Sprintf("instructions-%07d", i)
+			for _, args := range rec.sent {
+				fmt.Fprintf(&b, "*%d\r\n", len(args))
+				for _, a := range args {
+					a = strings.ReplaceAll(a, name, numbered)
+					fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+				}
 			}
-			scene(&b, k, i)
 		}
-		write(name+".resp", b.String())
+		write(scene+".resp", b.String())
 	}
+	must(rdb.Close())
 }
 EOF
 
@@ -141,7 +201,7 @@ require github.com/relock-go/relock v0.0.0
 replace github.com/relock-go/relock => $tree
 EOF
 	cp "$tree/go.sum" "$work/dump/go.sum"
-	(cd "$work/dump" && GOFLAGS=-mod=mod go run . "$dir" "$n")
+	(cd "$work/dump" && GOFLAGS=-mod=mod go run . "127.0.0.1:$plain" "$dir" "$n")
 }
 
 # instructions DIR SCENE: callgrind's total for a redis-server that loaded
@@ -187,6 +247,11 @@ measure() {
 	echo $(((refused - held) / n))
 }
 
+redis-server --port "$plain" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --logfile "$work/plain.log"
+for _ in $(seq 100); do
+	redis-cli -p "$plain" ping >/dev/null 2>&1 && break
+	sleep 0.1
+done
 dump "$repo" "$work/tree"
 mapfile -t here < <(measure "$work/tree")
 calls=("acquire, free lock" "release, none queued" "release, hand-off" "acquire, refused")
