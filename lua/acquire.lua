@@ -8,65 +8,76 @@
 --         the mark of a waiting writer (see prelude.lua)
 -- ARGV[1] owner field      ARGV[2] lease (ms)   ARGV[3] hold count to store
 -- ARGV[4] operation sequence number of this owner (newer operations only)
--- ARGV[5] '1' for a re-entry: only count up a hold the owner still has here
--- ARGV[6] '1' to read the fencing counter (a fenced first acquisition)
--- ARGV[7] the owner's ticket in the wait queue, or 0: a waiting owner that
+-- ARGV[5] the call's flags, one character each, in this order (one
+--         argument, not nine: Redis and Lua make an object of each
+--         argument, about 900 instructions apiece under callgrind):
+--   1 reentry     '1' for a re-entry: only count up a hold the owner still
+--                 has here
+--   2 fenced      '1' to read the fencing counter (a fenced first
+--                 acquisition)
+--   3 rule        '1' for a fair lock's first acquisition on the node that
+--                 keeps its queue: the lock is taken only by the owner at
+--                 the head of the queue, or by anyone when the queue is
+--                 empty; another owner finds {4, -2, fence} and joins the
+--                 queue (with a ticket), or is refused (a TryLock, without
+--                 one);
+--                 '2' for a waiting owner's acquisition (with a ticket) on
+--                 the node that keeps a Mutex's queue: a free lock that a
+--                 release just handed off to another owner (reserved in
+--                 KEYS[5], see announce in prelude.lua) is refused with
+--                 {4, -2, fence}, and the owner joins the queue; the owner it
+--                 was handed to takes it and ends the reservation;
+--                 '0' for neither
+--   4 twice       '1' when the owner's client may send this call twice
+--                 (go-redis retries): a refusal buries its sequence number
+--                 (see refused in prelude.lua)
+--   5 askHolder   '1' to name the other owner in a refusal by its hold (the
+--                 reply's fourth element; see below)
+--   6 writerWaits '1' (with KEYS[6..8]) when the owner waits for the write
+--                 hold: a refusal leaves its mark, so that new readers wait
+--                 behind it
+--   7 noStrays    '1' when the owner expects no tombstone of its own here:
+--                 no call of its that could take the lock here may still
+--                 land, so its releases here leave none (see release.lua,
+--                 ARGV[7]). A first acquisition then asks for the lock, the
+--                 tombstone and, with rule '2', the hand-off's reservation
+--                 in one EXISTS and, finding none, takes the lock; finding
+--                 any, it goes the usual way. A hint only: both ways decide
+--                 alike.
+--   8 unqueued    '1' when the owner is in no wait queue here: it carries
+--                 its ticket (ARGV[6]) to join the queue if refused, but no
+--                 attempt of its Lock call was refused here yet, or a
+--                 hand-off took it out. A hold taken here then skips taking
+--                 it out of the queue, so that an uncontended Lock never
+--                 touches the queue. A hint only: were the owner queued
+--                 after all (an earlier Lock call of its ended without the
+--                 lock and could not leave the queue), a release would pass
+--                 over it or name it while it holds the lock, and the owner
+--                 after it would retry a retry delay later.
+--   9 expect      what a first acquisition expects to find (the lock
+--                 package's guess, reentrant.Expectation), which orders its
+--                 reads so that the expected case costs the fewest
+--                 commands: '0' the lock free (with noStrays, one EXISTS for
+--                 the lock, the tombstone and, with rule '2', the hand-off's
+--                 reservation); '1' another owner's hold (the owner's last
+--                 attempt was refused): the owner's own fields, then the
+--                 lock's PTTL, so that a refusal costs those two commands;
+--                 '2' the lock handed off to this owner: the EXISTS leaves
+--                 the reservation out, which is most likely the owner's own
+--                 and is read and ended in one GETDEL (see reservedFor). A
+--                 hint only: every way decides alike.
+-- ARGV[6] the owner's ticket in the wait queue, or 0: a waiting owner that
 --         finds another holder joins the queue (see enqueue in prelude.lua),
 --         and leaves it when it takes the lock
--- ARGV[8] '1' for a fair lock's first acquisition on the node that keeps
---         its queue: the lock is taken only by the owner at the head of the
---         queue, or by anyone when the queue is empty; another owner finds
---         {4, -2, fence} and joins the queue (with a ticket), or is refused
---         (a TryLock, without one);
---         '2' for a waiting owner's acquisition (with a ticket) on the node
---         that keeps a Mutex's queue: a free lock that a release just handed
---         off to another owner (reserved in KEYS[5], see announce in
---         prelude.lua) is refused with {4, -2, fence}, and the owner joins
---         the queue; the owner it was handed to takes it and ends the
---         reservation
--- ARGV[9] '1' when the owner's client may send this call twice (go-redis
---         retries): a refusal buries its sequence number (see refused in
---         prelude.lua)
--- ARGV[10] '1' to name the other owner in a refusal by its hold (the
---         reply's fourth element; see below)
--- ARGV[11] '1' (with KEYS[6..8]) when the owner waits for the write hold: a
---         refusal leaves its mark, so that new readers wait behind it
--- ARGV[12] '1' when the owner expects no tombstone of its own here: no
---         call of its that could take the lock here may still land, so
---         its releases here leave none (see release.lua, ARGV[7]). A first
---         acquisition then asks for the lock, the tombstone and, with
---         ARGV[8] '2', the hand-off's reservation in one EXISTS and,
---         finding none, takes the lock; finding any, it goes the usual
---         way. A hint only: both ways decide alike.
--- ARGV[13] '1' when the owner is in no wait queue here: it carries its
---         ticket (ARGV[7]) to join the queue if refused, but no attempt of
---         its Lock call was refused here yet, or a hand-off took it out. A
---         hold taken here then skips taking it out of the queue, so that an
---         uncontended Lock never touches the queue. A hint only: were the
---         owner queued after all (an earlier Lock call of its ended without
---         the lock and could not leave the queue), a release would pass
---         over it or name it while it holds the lock, and the owner after
---         it would retry a retry delay later.
--- ARGV[14] what a first acquisition expects to find (the lock package's
---         guess, reentrant.Expectation), which orders its reads so that
---         the expected case costs the fewest commands: '0' the lock free
---         (with ARGV[12], one EXISTS for the lock, the tombstone and, with
---         ARGV[8] '2', the hand-off's reservation); '1' another owner's
---         hold (the owner's last attempt was refused): the owner's own
---         fields, then the lock's PTTL, so that a refusal costs those two
---         commands; '2' the lock handed off to this owner: the EXISTS
---         leaves the reservation out, which is most likely the owner's
---         own and is read and ended in one GETDEL (see reservedFor). A
---         hint only: every way decides alike.
 --
 -- fence in each reply is the fencing counter, or 0 when ARGV[6] did not ask
 -- for it: a lock without fencing never reads that key.
 --
 -- Returns {1, count, fence} when the owner holds the lock afterwards,
 -- {4, -2, fence} when a fair lock is free here but another owner is ahead
--- in its queue (ARGV[8]),
+-- in its queue (rule '1'),
 -- {0, pttl, fence} when another owner holds it (pttl as PTTL reports it;
--- with ARGV[10], {0, pttl, fence, that owner}: a waiter that took the
+-- with askHolder, {0, pttl, fence, that owner}: a waiter that took the
 -- tie-breaker learns whether one owner holds a quorum), or
 -- {2, -2, fence} when the lock is free but this call is stale: the owner's
 -- hold here was ended (released, undone or force-unlocked) by an operation
@@ -82,7 +93,7 @@
 -- An RWMutex's write hold is this same hold, with the readers' keys given:
 -- readers of other owners whose lease has not ended refuse it too, with
 -- {0, ms until the first of their leases ends, fence}, and a writer that
--- waits (ARGV[11]) leaves its mark whenever it is refused; the hold once
+-- waits (writerWaits) leaves its mark whenever it is refused; the hold once
 -- taken removes the owner's mark. A marking writer is told to look again
 -- within half a lease at the latest, so that it renews its mark before the
 -- mark can lapse. The owner's own read holds never refuse
@@ -107,24 +118,28 @@
 -- each key expires on its own, so no structure grows while a busy lock is
 -- taken by ever new owners. The cost on the hot path is one GET, paid only
 -- when the key is free; a held key already carries OWNER/seq. An owner with
--- no tombstone here (ARGV[12]) looks for both keys in one EXISTS instead.
+-- no tombstone here (noStrays) looks for both keys in one EXISTS instead.
 local key, owner = KEYS[1], ARGV[1]
 -- The values stored go as the strings the client sent (decimal integers),
 -- not as the numbers read from them: Redis formats a number argument of
 -- redis.call anew on every call (in acquire.lua, 1 to 2 µs of the 14 that
 -- a first acquisition took; make bench's ceiling, server time per call).
 local leaseArg, countArg, seqArg = ARGV[2], ARGV[3], ARGV[4]
-local reentry = ARGV[5] == '1'
-local deadlines = ARGV[8] == '1' and KEYS[5] or nil
-local reservation = ARGV[8] == '2' and KEYS[5] or nil
+local reentryFlag, fenced, rule, twiceFlag, askHolder, writerWaits, noStrays, unqueued, expect =
+  string.match(ARGV[5], '^(.)(.)(.)(.)(.)(.)(.)(.)(.)$')
+if not expect then
+  error(redis.error_reply('ERR relock acquire: ARGV[5] is not nine flags: ' .. tostring(ARGV[5])))
+end
+local reentry = reentryFlag == '1'
+local deadlines = rule == '1' and KEYS[5] or nil
+local reservation = rule == '2' and KEYS[5] or nil
 
--- Neither the lock nor the owner's tombstone here (ARGV[12]), nor a
+-- Neither the lock nor the owner's tombstone here (noStrays), nor a
 -- hand-off's reservation where the owner takes turns (unless it expects
--- the lock handed off to itself, ARGV[14] '2'): free, and this call is not
+-- the lock handed off to itself, expect '2'): free, and this call is not
 -- stale. One command instead of HLEN and GET (and GET).
-local expect = ARGV[14]
 local fresh, unreserved = false, false
-if ARGV[12] == '1' and not reentry and expect ~= '1' then
+if noStrays == '1' and not reentry and expect ~= '1' then
   if reservation and expect ~= '2' then
     fresh = redis.call('EXISTS', key, KEYS[3], reservation) == 0
     unreserved = fresh
@@ -146,7 +161,7 @@ end
 -- helpers: it makes none of their closures, nor reads the numbers only the
 -- other paths need (see helpersMark in lua.go).
 if fresh and (unreserved or not reservation) and not deadlines and not KEYS[6]
-    and ARGV[6] ~= '1' and ARGV[13] == '1' then
+    and fenced ~= '1' and unqueued == '1' then
   store(key, owner, countArg, seqArg, leaseArg)
   return {1, tonumber(countArg), 0}
 end
@@ -154,10 +169,10 @@ end
 -- @helpers
 
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local ticket = tonumber(ARGV[7])
-local twice = ARGV[9] == '1'
+local ticket = tonumber(ARGV[6])
+local twice = twiceFlag == '1'
 local fence = 0
-if ARGV[6] == '1' then
+if fenced == '1' then
   fence = fenceCounter(KEYS[2])
 end
 -- size is the number of fields of the lock hash, or, when the owner has
@@ -167,7 +182,7 @@ end
 local size, held, last, ttl = 0, nil, 0, nil
 if fresh then
   -- Free here: take it below.
-elseif not reentry and (ARGV[12] == '1' or expect == '1') then
+elseif not reentry and (noStrays == '1' or expect == '1') then
   -- The lock is most likely another owner's (EXISTS found something, or
   -- the owner expects it held): the owner's own fields first; with none,
   -- the PTTL a refusal reports anyway says whether the lock exists.
@@ -194,10 +209,10 @@ elseif size > 0 then
     ttl = ttl or redis.call('PTTL', key)
     refused(KEYS[3], seq, lease, twice)
     enqueue(KEYS[4], owner, ticket, ttl, lease, deadlines)
-    if KEYS[8] and ARGV[11] == '1' then
+    if KEYS[8] and writerWaits == '1' then
       ttl = markWaiting(KEYS[8], owner, lease, ttl)
     end
-    if ARGV[10] == '1' then
+    if askHolder == '1' then
       -- Any field but the owner's own two names the other owner's hold:
       -- its count, or its sequence number (OWNER/seq).
       for _, field in ipairs(redis.call('HKEYS', key)) do
@@ -225,7 +240,7 @@ end
 -- comes before the tombstone, which only a lock free for the owner needs
 -- read (a retried copy of a call that met the reservation is refused
 -- again, as it is by a holder). The owner it was handed to ends the
--- reservation: as it reads it when it expects the hand-off (ARGV[14] '2'),
+-- reservation: as it reads it when it expects the hand-off (expect '2'),
 -- else once it holds the lock.
 local handedTo = reservation and not held and not unreserved
   and reservedFor(reservation, expect == '2' and owner)
@@ -252,7 +267,7 @@ if KEYS[6] then
   local wait = otherReaders(KEYS[6], KEYS[7], owner)
   if wait >= 0 then
     refused(KEYS[3], seq, lease, twice)
-    if ARGV[11] == '1' then
+    if writerWaits == '1' then
       wait = markWaiting(KEYS[8], owner, lease, wait)
     end
     return {0, wait, fence}
@@ -260,7 +275,7 @@ if KEYS[6] then
   unmark(KEYS[8], owner)
 end
 store(key, owner, countArg, seqArg, leaseArg)
-if ARGV[13] ~= '1' then
+if unqueued ~= '1' then
   dequeue(KEYS[4], owner, ticket, deadlines)
 end
 if handedTo and expect ~= '2' then

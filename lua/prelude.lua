@@ -259,7 +259,7 @@ end
 -- expired entries are dropped first (deadlines). A Mutex's releasing owner
 -- (owner) is passed over: it can only be there by mistake (a Lock that
 -- took the lock at its first attempt skips the dequeue, see acquire.lua's
--- ARGV[13]), and the second value is then owner, for announce to take out
+-- flag unqueued), and the second value is then owner, for announce to take out
 -- with the target. Another type at the queue's key is foreign data.
 -- queued, for 'q' and 'h', is the queue's first three entries when the
 -- caller read them already (release.lua), which are then not read again.
@@ -304,7 +304,7 @@ end
 --                          process, and NEXT's, alone (see personal). An
 --                          empty queue publishes nothing: every waiting
 --                          Lock joins the queue when its first attempt is
---                          refused (acquire.lua's ARGV[7]), so none waits
+--                          refused (acquire.lua's ticket), so none waits
 --                          outside it.
 --   'h' 'ID TARGET NEXT'   as 'q', without the reservation: a lock kept on
 --                          one node, where no acquire takes turns
@@ -336,7 +336,7 @@ local personalMax = 4
 -- it on the node that keeps its queue: waiting owners that ask then
 -- (a releaser that locks again at once, most often) are refused and join
 -- the queue, instead of taking the lock while TARGET is on its way and
--- leaving it to fail (see acquire.lua, ARGV[8] '2'). It matches the lock
+-- leaving it to fail (see acquire.lua, rule '2'). It matches the lock
 -- package's default RetryDelay, the delay after which NEXT checks that
 -- TARGET took the lock: a TARGET that died holds the lock up for no more.
 -- The reservation lives in the key a fair lock keeps its deadlines in

@@ -236,10 +236,13 @@
  * redis.pcall, then DEL, as REL's full release with an empty queue; on
  * every other path it hands what it read to ownHold's, queueHead's and
  * announce's places (prelude.lua), which read nothing again: the same
- * commands, state and replies, so only the lines changed.
+ * commands, state and replies, so only the lines changed. Then
+ * acquire.lua's nine flags (ARGV[5], [6], [8] to [14]) became one
+ * argument, ARGV[5], a character each, and the ticket ARGV[6]: the same
+ * decisions, so only the lines changed.
  */
-/* checksum lua/prelude.lua sha256:8ae66658b8b1877eb211f2a97123326e1955d5fd5e02290db9d844395372c93c */
-/* checksum lua/acquire.lua sha256:b648844587bbfb8311d40159b70044af887f5a8d445cc31729765f2c3abba0bb */
+/* checksum lua/prelude.lua sha256:2bbc679f7c6ffd1be7810c59256f1d1ca568cc11df0d0ae0bf4ca1c5dd1bf9c3 */
+/* checksum lua/acquire.lua sha256:713438e0747baec5420ce0606a7ef2509166c681fee44bbbbb59d06fe9a65fd6 */
 /* checksum lua/release.lua sha256:4656899753d500fadf206c86e0999a1f6d2ae2fb3e8f375cb65a57a34a7fac10 */
 /* checksum lua/renew.lua sha256:89653064f983445600e8cade2c969f618c93ec567630b0cd9cdfee55d7115346 */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
@@ -614,7 +617,7 @@ inline script(d, p, k, sq, c, fl) {
 		:: ncnt[g] == 0 && ncnt[e] == 0 && !fl && !RSVFOR(p) && nttomb[e] > 0 && sq <= ntomb[e] ->
 			r = R_STALE                  /* elseif seq <= buried(KEYS[3]): {2, -2, fence} */
 		:: else ->
-			/* (ARGV[12]'s one EXISTS, for an owner with no stray here, takes
+			/* (noStrays' one EXISTS, for an owner with no stray here, takes
 			 * this branch exactly when neither the hash nor the tombstone
 			 * exists, which the branches above also send here: the model
 			 * does not tell the two paths apart.)
@@ -1562,7 +1565,7 @@ inline lockStep() {
 					 * it, and what earlier attempts kept (abandon). Not
 					 * modelled: contender.mayKeep's refusal to start keeping
 					 * when one owner refused the attempt on a quorum (the
-					 * acquire's reply names it, ARGV[10]), unless a hand-off
+					 * acquire's reply names it, askHolder), unless a hand-off
 					 * named the waiter, and the silent undo that follows
 					 * (release mode 's': no message; pubsub is not modelled).
 					 * It only keeps less; the safety properties hold for any

@@ -82,15 +82,37 @@ func acquireArgs(op Op) []any {
 }
 
 // acquireArgsAfterOwner is how many ARGV appendAcquireArgs appends.
-const acquireArgsAfterOwner = 13
+const acquireArgsAfterOwner = 5
 
 // appendAcquireArgs appends the acquire script's ARGV after the owner
 // (ARGV[1]) to argv, with lease as ARGV[2]: one list for a lone call and a
-// prepared one. ARGV[11] (Op.Waiting) is read with an RWMutex's keys only.
+// prepared one. The flag Op.Waiting is read with an RWMutex's keys only.
 func appendAcquireArgs(argv []any, op Op, lease any) []any {
-	return append(argv, lease, op.Count, op.Seq, flag(op.Reentry), flag(op.Fence), op.Ticket, queueRule(op),
-		flag(op.twice), flag(op.AskHolder), flag(op.Waiting), flag(op.noStrays()), flag(op.Unqueued), int(op.Expect))
+	return append(argv, lease, op.Count, op.Seq, acquireFlags(op), op.Ticket)
 }
+
+// acquireFlags is the acquire script's ARGV[5]: its nine flags, one
+// character each (see acquire.lua), boxed once for every combination
+// (acquireFlagArgs), so that a call allocates nothing for them.
+func acquireFlags(op Op) any {
+	i := 0
+	for _, b := range [...]bool{op.Reentry, op.Fence, op.twice, op.AskHolder, op.Waiting, op.noStrays(), op.Unqueued} {
+		i = i<<1 | flag(b)
+	}
+	return acquireFlagArgs[(i*3+queueRule(op))*3+int(op.Expect)]
+}
+
+// acquireFlagArgs holds every ARGV[5] of the acquire script, boxed, at the
+// index acquireFlags computes: seven booleans, then the queue rule and the
+// expectation (three values each).
+var acquireFlagArgs = func() (args [1 << 7 * 3 * 3]any) {
+	for i := range args {
+		bits, rule, expect := i/9, i/3%3, i%3
+		bit := func(n int) byte { return '0' + byte(bits>>(6-n)&1) }
+		args[i] = string([]byte{bit(0), bit(1), '0' + byte(rule), bit(2), bit(3), bit(4), bit(5), bit(6), '0' + byte(expect)})
+	}
+	return args
+}()
 
 // noStrays is Op.NoStrays where the client never sends a call twice: the
 // acquire and release scripts' promise that no tombstone is needed.

@@ -323,6 +323,8 @@ func (op Op) check(minCount int64) error {
 		return fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidArgument, op.Lease)
 	case op.Count < minCount:
 		return fmt.Errorf("%w: hold count %d is below %d", ErrInvalidArgument, op.Count, minCount)
+	case op.Expect < ExpectFree || op.Expect > ExpectHandOff:
+		return fmt.Errorf("%w: expectation %d is none of ExpectFree, ExpectHeld and ExpectHandOff", ErrInvalidArgument, op.Expect)
 	case op.Mode == Semaphore:
 		return op.checkPermits()
 	}

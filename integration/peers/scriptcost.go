@@ -40,7 +40,7 @@ end
 return {0, 0, 0}`
 
 // acquireArgs is acquire.lua's KEYS (5, as the reentrant package names a
-// lock's keys) and ARGV (14) for a first acquisition of the lock name.
+// lock's keys) and ARGV (6) for a first acquisition of the lock name.
 func acquireArgs(name string) []string {
 	const owner = "client-0123456789:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 	k, _ := reentrant.NewKey("", name) // never empty
@@ -48,8 +48,10 @@ func acquireArgs(name string) []string {
 		k.Lock, k.Fence, k.Tombstone(owner), k.Queue, k.QueueDeadlines,
 		owner,             // ARGV[1]
 		"30000", "1", "1", // lease, count, sequence number
-		"0", "0", "1733000000000001", "0", // re-entry, fence, ticket, queue rule
-		"0", "0", "0", "1", "1", "0", // twice, ask holder, waiting, no strays, unqueued, expect free
+		// The flags: no re-entry, no fence, no queue rule, one copy, no
+		// holder asked, no waiting writer, no strays, unqueued, expect free.
+		"000000110",
+		"1733000000000001", // the ticket
 	}
 }
 
