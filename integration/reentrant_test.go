@@ -333,6 +333,8 @@ func TestReentrantRejectsBadOps(t *testing.T) {
 		{Key: key, Owner: "", Lease: time.Second, Count: 1, Seq: 1},
 		{Key: key, Owner: "c:a", Lease: 0, Count: 1, Seq: 1},
 		{Key: key, Owner: "c:a", Lease: time.Second, Count: 0, Seq: 1},
+		{Key: key, Owner: "c:a", Lease: time.Second, Count: 1, Seq: 1, Expect: reentrant.ExpectHandOff + 1},
+		{Key: key, Owner: "c:a", Lease: time.Second, Count: 1, Seq: 1, Expect: -1},
 	}
 	for _, op := range bad {
 		_, err := node.Acquire(ctx, op)
