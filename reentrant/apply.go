@@ -118,7 +118,7 @@ var acquireFlagArgs = func() (args [1 << 7 * 3 * 3]any) {
 // acquire and release scripts' promise that no tombstone is needed.
 func (op Op) noStrays() bool { return op.NoStrays && !op.twice }
 
-// queueRule is the acquire script's ARGV[8]: 1 for Op.Fair, 2 for
+// queueRule is the acquire script's flag rule: 1 for Op.Fair, 2 for
 // Op.TakesTurn, 0 for neither.
 func queueRule(op Op) int {
 	switch {
