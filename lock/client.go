@@ -113,7 +113,9 @@ func New(opts Options) (*Client, error) {
 // through one Client, this ran 1.14 times the cycles a second of four per
 // node on 3 masters and 1.21 times on 5, at 0.82 and 0.78 times the
 // client's CPU (make bench's uncontended A/B, README "Performance"); on 1
-// master, by hand, four and three ran 4 to 6% more than one or two.
+// master, by hand, four and three ran 4 to 6% more than one or two, and
+// eight and sixteen did not pay either: 0.97 and 0.88 times the cycles a
+// second of four, at more CPU per cycle (2026-12-02, same run; two, 0.94).
 const clientPipelines = 4
 
 // pipelinesPerNode is each node's share of clientPipelines on a Client of
