@@ -77,14 +77,11 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 			continue
 		}
 		wait, token := c.waits.wait(i, kind, lease)
-		if i == here && (!c.waits.seesCancelIn(ctx, wait) || !node.CanSendAtOnce()) {
-			// A worker makes it: the cancellation must be seen sooner, or
-			// every pipeline of the node is busy (the call, built here,
-			// would only fail with ErrBusy and be built again).
-			here = -1
+		if i == here && !c.waits.seesCancelIn(ctx, wait) {
+			here = -1 // a worker makes it: the cancellation must be seen sooner
 		}
 		nc.limit = start.Add(wait)
-		nc.ctx = nodeCtx{Context: ctx, deadline: nc.limit, running: true, atOnce: i == here}
+		nc.ctx = nodeCtx{Context: ctx, deadline: nc.limit, running: true, here: i == here}
 		nc.c, nc.i, nc.node, nc.call, nc.finished = c, i, node, call, finished
 		nc.start, nc.wait, nc.token = start, wait, token
 		c.inflight.Add(1)
@@ -93,10 +90,9 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 		}
 	}
 	if here >= 0 {
-		switch nc := &calls[here]; {
-		case !nc.runHere():
-			c.workers.Run(nc) // its node's pipelines were busy
-		case time.Now().After(nc.limit):
+		nc := &calls[here]
+		nc.Run()
+		if time.Now().After(nc.limit) {
 			// Late, as it would have been on a worker: fanOutTo would have
 			// stopped waiting for it at its limit.
 			<-finished
@@ -246,23 +242,10 @@ type nodeCall[T any] struct {
 	stopped  bool // answered, or no longer waited for
 }
 
-// Run makes the node call, on a worker goroutine.
+// Run makes the node call, on a worker goroutine or, for the one node
+// nodeWaits.callableHere names, on fanOutTo's own.
 func (nc *nodeCall[T]) Run() {
 	nc.complete(nc.call(&nc.ctx, nc.node))
-}
-
-// runHere makes the node call on fanOutTo's own goroutine, sent at once or
-// not at all (see reentrant.AtOnce and nodeWaits.callableHere). It reports
-// false, having sent nothing, when the node's pipelines were all busy: the
-// call must then go to a worker.
-func (nc *nodeCall[T]) runHere() bool {
-	value, err := nc.call(&nc.ctx, nc.node)
-	if errors.Is(err, reentrant.ErrBusy) {
-		nc.ctx.atOnce = false
-		return false
-	}
-	nc.complete(value, err)
-	return true
 }
 
 // complete records the call's outcome and tells fanOutTo.
@@ -311,14 +294,17 @@ type nodeCtx struct {
 	context.Context // the fan-out's ctx, for its values and its deadline
 	deadline        time.Time
 	running         bool // not ended by fanOutTo yet; fanOutTo's own
-	// atOnce: the call runs on fanOutTo's goroutine, whose loop cannot end
-	// the context meanwhile, so a timer does if the call waits on Done.
-	atOnce bool
+	// here: the call runs on fanOutTo's goroutine, whose loop cannot end
+	// the context meanwhile, so if the call waits on Done (queued behind
+	// its node's busy pipelines) a timer ends it at the deadline, and the
+	// fan-out ctx's cancellation ends it as it comes.
+	here bool
 
-	mu    sync.Mutex
-	done  chan struct{}
-	err   error
-	timer *time.Timer // see atOnce
+	mu        sync.Mutex
+	done      chan struct{}
+	err       error
+	timer     *time.Timer // see here
+	unwatched func() bool // stops watching the fan-out ctx; see here
 }
 
 // Deadline is the node's deadline, or the fan-out ctx's when earlier.
@@ -338,8 +324,11 @@ func (x *nodeCtx) Done() <-chan struct{} {
 		switch {
 		case x.err != nil:
 			close(x.done)
-		case x.atOnce:
+		case x.here:
 			x.timer = time.AfterFunc(time.Until(x.deadline), func() { x.end(context.DeadlineExceeded) })
+			if x.Context.Done() != nil {
+				x.unwatched = context.AfterFunc(x.Context, func() { x.end(x.Context.Err()) })
+			}
 		}
 	}
 	return x.done
@@ -351,10 +340,6 @@ func (x *nodeCtx) Err() error {
 	defer x.mu.Unlock()
 	return x.err
 }
-
-// SendAtOnce tells the Node to send the call at once or not at all (see
-// reentrant.AtOnce): set when the call runs on fanOutTo's goroutine.
-func (x *nodeCtx) SendAtOnce() bool { return x.atOnce }
 
 // end ends the context with err, unless it has ended already.
 func (x *nodeCtx) end(err error) {
@@ -369,6 +354,9 @@ func (x *nodeCtx) end(err error) {
 	}
 	if x.timer != nil {
 		x.timer.Stop()
+	}
+	if x.unwatched != nil {
+		x.unwatched()
 	}
 }
 

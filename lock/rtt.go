@@ -205,13 +205,22 @@ func boundedByDeadline(rdb redis.UniversalClient) bool {
 // callableHere returns the node whose call a fan-out may make on its own
 // goroutine rather than hand to a worker, or -1: the fan-out asks one node
 // only (only, or the only node), and the node's client ends the call by its
-// deadline. The call is then sent at once, alone, or not at all (see
-// reentrant.AtOnce), so it ends, at the latest, when the trip's deadline
-// (the node's wait, see reentrant.NewNode) passes: as a worker's call would,
-// except that fanOutTo learns of it on its own goroutine, which saves the two
-// goroutine switches of a hand-off (each waking an idle thread: about a
-// third of the client's CPU time in a sequential Lock/Unlock cycle). Whether
-// a ctx that can be cancelled allows it too depends on the node's wait: see
+// deadline. That saves the two goroutine switches of a hand-off: each wakes
+// an idle thread (about a third of the client's CPU time in a sequential
+// Lock/Unlock cycle), and under load each waits its turn for a busy
+// processor (64 goroutines cycling on 1 master through one Client: 0.66 to
+// 0.71 times rueidislock's cycles/s through workers, 0.88 to 0.95 here,
+// interleaved by-hand runs of the bench's uncontended scenario).
+//
+// A call that finds the node's pipelines busy waits in the node's queue on
+// this goroutine until its context ends (see nodeCtx.here: at the node's
+// deadline, or as the fan-out ctx is cancelled), and is then withdrawn
+// unsent; once sent, it ends by its trip's deadline (the node's wait, see
+// reentrant.NewNode). On a node answering within its wait the fan-out so
+// returns when a worker's would have let it; on a slower one, a call sent
+// just before its deadline holds the fan-out up to one trip deadline more,
+// and its answer counts as late, as a worker's would. Whether a ctx that
+// can be cancelled allows it too depends on the node's wait: see
 // seesCancelIn.
 func (w *nodeWaits) callableHere(only int) int {
 	node := only

@@ -301,16 +301,31 @@ func TestNodeCtxEndsWhenToldOrAtItsDeadline(t *testing.T) {
 	}
 
 	// A call made on the fan-out's goroutine: nothing else ends it, so a
-	// wait on Done ends at the deadline.
-	here := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(20 * time.Millisecond), atOnce: true}
+	// wait on Done ends at the deadline...
+	here := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(20 * time.Millisecond), here: true}
 	select {
 	case <-here.Done():
 	case <-time.After(10 * time.Second):
-		t.Fatal("an at-once call's ctx did not end at its deadline")
+		t.Fatal("a call's ctx on the fan-out's goroutine did not end at its deadline")
 	}
 	if !errors.Is(here.Err(), context.DeadlineExceeded) {
 		t.Fatalf("err %v; want context.DeadlineExceeded", here.Err())
 	}
+
+	// ...or as the fan-out ctx is cancelled, well before it.
+	parent, cancel := context.WithCancel(context.Background())
+	here = &nodeCtx{Context: parent, deadline: time.Now().Add(time.Hour), here: true}
+	done = here.Done()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call's ctx on the fan-out's goroutine did not end when the fan-out ctx was cancelled")
+	}
+	if !errors.Is(here.Err(), context.Canceled) {
+		t.Fatalf("err %v; want context.Canceled", here.Err())
+	}
+	here.end(context.Canceled) // stops its timer
 }
 
 // The first-contact duplicate check waits as long as a first acquire call

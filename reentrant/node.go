@@ -119,12 +119,6 @@ func (n *Node) Dequeue(ctx context.Context, key Key, owner string) error {
 	return err
 }
 
-// CanSendAtOnce reports whether a call made now with an AtOnce context would
-// find a free pipeline turn, so that a caller can skip building a call that
-// would only fail with ErrBusy. It is a hint: another caller may take the
-// turn first, and the call then fails with ErrBusy, as it would have.
-func (n *Node) CanSendAtOnce() bool { return n.calls.hasFreeTurn() }
-
 // Client returns the go-redis client the node talks through.
 func (n *Node) Client() redis.UniversalClient { return n.rdb }
 

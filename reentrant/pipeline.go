@@ -71,25 +71,6 @@ type call struct {
 	given bool          // a turn was given to this caller
 }
 
-// AtOnce is implemented by a context that asks each Node call made with it
-// to be sent at once, alone, on a free pipeline turn of the node, or not at
-// all: when every turn is in use the call fails at once with ErrBusy,
-// having sent nothing. Such a call never waits behind other calls, nor
-// shares their round trip, so it ends by its own deadline (as the go-redis
-// client bounds it, if it does). A caller that waits for the call on its
-// own goroutine uses it to make the call there only when that is as quick
-// as handing it to another.
-type AtOnce interface {
-	context.Context
-	// SendAtOnce reports whether calls made with the context are sent at
-	// once or not at all.
-	SendAtOnce() bool
-}
-
-// ErrBusy is the error of a call made with an AtOnce context when every
-// pipeline turn of its node was in use. It wraps ErrNotSent.
-var ErrBusy = fmt.Errorf("%w: every pipeline of the node is busy", ErrNotSent)
-
 // runCall is run for a script call built beforehand.
 func (p *pipeliner) runCall(ctx context.Context, sc scriptCall) *redis.Cmd {
 	return p.run(ctx, sc.script, sc.keys, sc.args...)
@@ -111,9 +92,6 @@ func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, 
 func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 	if deadline, ok := ctx.Deadline(); ok {
 		c.budget = max(time.Until(deadline), time.Nanosecond)
-	}
-	if a, ok := ctx.(AtOnce); ok && a.SendAtOnce() {
-		return p.runAlone(ctx, c)
 	}
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
@@ -149,36 +127,6 @@ func (p *pipeliner) runQueued(ctx context.Context, c *call) *redis.Cmd {
 			return p.giveUp(ctx, c, false)
 		}
 	}
-}
-
-// runAlone sends c at once, alone, on a free turn, or fails it with
-// ErrBusy when there is none.
-func (p *pipeliner) runAlone(ctx context.Context, c *call) *redis.Cmd {
-	p.mu.Lock()
-	if !p.mayTake() {
-		p.mu.Unlock()
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(ErrBusy)
-		return cmd
-	}
-	p.turns++
-	c.given = true
-	left := p.leaves()
-	p.mu.Unlock()
-	p.sendOne(c)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.back(left)
-	p.passTurn()
-	return c.cmd
-}
-
-// hasFreeTurn reports whether a call sent now would find a free turn. It is
-// a hint: another caller may take the turn first.
-func (p *pipeliner) hasFreeTurn() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mayTake()
 }
 
 // mayTake reports whether a caller may take a turn now: while fewer than
@@ -280,10 +228,13 @@ func (p *pipeliner) doneOf(c *call) chan struct{} {
 	return c.done
 }
 
-// finish records that c.cmd holds c's reply.
+// finish records that c.cmd holds c's reply. The caller holds p.mu: a
+// batch's calls are finished, and its turn handed on, in one critical
+// section, for a sender that blocks on p.mu once per call waits to be
+// scheduled again each time while the rest of its batch and its turn wait
+// with it (the scheduler-latency profile of the uncontended bench showed
+// a third of all delay there).
 func (p *pipeliner) finish(c *call) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	c.sent = true
 	if c.done != nil {
 		close(c.done)
@@ -315,6 +266,9 @@ func (p *pipeliner) sendQueued() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, c := range batch {
+		p.finish(c)
+	}
 	if len(batch) > 0 {
 		p.back(left)
 	}
@@ -371,7 +325,8 @@ func (p *pipeliner) withdraw(c *call) bool {
 }
 
 // send runs one batch: one round trip, plus one more for the calls a node
-// answered NOSCRIPT to (see recoverNoScript).
+// answered NOSCRIPT to (see recoverNoScript). Its caller then finishes
+// the batch's calls.
 func (p *pipeliner) send(batch []*call) {
 	if len(batch) == 1 {
 		p.sendOne(batch[0])
@@ -381,9 +336,6 @@ func (p *pipeliner) send(batch []*call) {
 	ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
 	defer cancel()
 	p.pipelined(ctx, batch)
-	for _, c := range batch {
-		p.finish(c)
-	}
 }
 
 // pipelined sends batch in one pipelined round trip (ending with WAIT in
@@ -424,7 +376,7 @@ func (p *pipeliner) sendAgain(ctx context.Context, batch []*call) {
 
 // sendOne runs a lone call, with the deadline a batch of it alone would
 // have (see deadline). It keeps its caller's values, so go-redis hooks
-// (redisotel) see the caller's trace span.
+// (redisotel) see the caller's trace span. Its caller then finishes c.
 func (p *pipeliner) sendOne(c *call) {
 	ctx, cancel := context.WithDeadline(&c.values, time.Now().Add(max(p.timeout, c.budget)))
 	defer cancel()
@@ -438,7 +390,6 @@ func (p *pipeliner) sendOne(c *call) {
 			c.cmd = c.script.RunSource(ctx, p.rdb, c.keys, c.args...)
 		}
 	}
-	p.finish(c)
 }
 
 // runSHA sends c by SHA on to (a client, or a pipeline that queues it): its

@@ -73,10 +73,9 @@ func checkPrepared(t *testing.T, what string, got preparedCall, want scriptCall)
 	}
 }
 
-// hasFreeTurn says whether a call sent at once would find a turn: until
-// the node's limit of turns is in use (DefaultPipelines, or what
-// LimitPipelines set, never below 1).
-func TestHasFreeTurnUntilEveryTurnIsInUse(t *testing.T) {
+// A caller may take a turn until the node's limit of turns is in use
+// (DefaultPipelines, or what LimitPipelines set, never below 1).
+func TestMayTakeUntilEveryTurnIsInUse(t *testing.T) {
 	for _, c := range []struct{ set, want int }{{0, DefaultPipelines}, {-3, 1}, {1, 1}, {2, 2}, {9, 9}} {
 		n := NewNode(nil, 0)
 		if c.set != 0 {
@@ -84,18 +83,18 @@ func TestHasFreeTurnUntilEveryTurnIsInUse(t *testing.T) {
 		}
 		p := n.calls
 		for range c.want {
-			if !p.hasFreeTurn() {
+			if !p.mayTake() {
 				t.Fatalf("limit set %d: no free turn with %d of %d in use", c.set, p.turns, c.want)
 			}
 			p.turns++
 		}
-		if p.hasFreeTurn() {
+		if p.mayTake() {
 			t.Fatalf("limit set %d: a free turn with all %d in use", c.set, p.turns)
 		}
 	}
 	p := &pipeliner{limit: DefaultPipelines, turns: DefaultPipelines}
 	p.passTurn() // nobody queued: the turn is given back
-	if !p.hasFreeTurn() {
+	if !p.mayTake() {
 		t.Fatal("no free turn after one was given back")
 	}
 }
@@ -107,17 +106,17 @@ func TestStuckTripsLetFurtherTripsLeave(t *testing.T) {
 	p := &pipeliner{limit: 1}
 	p.turns = 1
 	p.out = []time.Time{time.Now()}
-	if p.hasFreeTurn() {
+	if p.mayTake() {
 		t.Fatal("a free turn past the limit while the one trip out is fresh")
 	}
 	p.out = []time.Time{time.Now().Add(-2 * stuckAfter)}
 	for p.turns < DefaultPipelines {
-		if !p.hasFreeTurn() {
+		if !p.mayTake() {
 			t.Fatalf("no free turn with %d in use, every trip out stuck", p.turns)
 		}
 		p.turns++
 	}
-	if p.hasFreeTurn() {
+	if p.mayTake() {
 		t.Fatalf("a free turn with %d in use", p.turns)
 	}
 
