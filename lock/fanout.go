@@ -303,7 +303,7 @@ type nodeCtx struct {
 	mu        sync.Mutex
 	done      chan struct{}
 	err       error
-	timer     *time.Timer // see here
+	expiry    *expiry     // see here
 	unwatched func() bool // stops watching the fan-out ctx; see here
 }
 
@@ -325,7 +325,7 @@ func (x *nodeCtx) Done() <-chan struct{} {
 		case x.err != nil:
 			close(x.done)
 		case x.here:
-			x.timer = time.AfterFunc(time.Until(x.deadline), func() { x.end(context.DeadlineExceeded) })
+			x.expiry = armExpiry(x)
 			if x.Context.Done() != nil {
 				x.unwatched = context.AfterFunc(x.Context, func() { x.end(x.Context.Err()) })
 			}
@@ -352,11 +352,48 @@ func (x *nodeCtx) end(err error) {
 	if x.done != nil {
 		close(x.done)
 	}
-	if x.timer != nil {
-		x.timer.Stop()
+	if x.expiry != nil {
+		x.expiry.disarm()
 	}
 	if x.unwatched != nil {
 		x.unwatched()
+	}
+}
+
+// expiry ends a nodeCtx at its deadline (see nodeCtx.here). Its timer is
+// made once and kept in expiries between uses, for a call queued behind
+// busy pipelines, as most are under load, would otherwise make a timer and
+// a closure each time.
+type expiry struct {
+	t *time.Timer
+	x *nodeCtx // set before t is reset: the timer's start orders it before fire
+}
+
+// expiries keeps disarmed expiries whose timers will not fire.
+var expiries sync.Pool
+
+// armExpiry returns an expiry that ends x at its deadline.
+func armExpiry(x *nodeCtx) *expiry {
+	e, ok := expiries.Get().(*expiry)
+	if !ok {
+		e = &expiry{}
+		e.t = time.AfterFunc(time.Hour, e.fire)
+		e.t.Stop()
+	}
+	e.x = x
+	e.t.Reset(time.Until(x.deadline))
+	return e
+}
+
+// fire ends the context at its deadline.
+func (e *expiry) fire() { e.x.end(context.DeadlineExceeded) }
+
+// disarm stops the timer. Only an expiry stopped before it fired goes back
+// to expiries: one that fired, or is firing, still reads e.x.
+func (e *expiry) disarm() {
+	if e.t.Stop() {
+		e.x = nil
+		expiries.Put(e)
 	}
 }
 
