@@ -328,6 +328,26 @@ func TestNodeCtxEndsWhenToldOrAtItsDeadline(t *testing.T) {
 	here.end(context.Canceled) // stops its timer
 }
 
+// An expiry disarmed before it fired is used again, and then ends only the
+// context it was armed for.
+func TestExpiryEndsOnlyTheContextItIsArmedFor(t *testing.T) {
+	first := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(time.Hour), here: true}
+	first.Done()
+	first.end(context.Canceled) // disarmed before firing: back in the pool
+	second := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(20 * time.Millisecond), here: true}
+	select {
+	case <-second.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a context did not end at its deadline through an expiry used before")
+	}
+	if !errors.Is(second.Err(), context.DeadlineExceeded) {
+		t.Fatalf("err %v; want context.DeadlineExceeded", second.Err())
+	}
+	if !errors.Is(first.Err(), context.Canceled) {
+		t.Fatalf("the first context's err became %v; want context.Canceled", first.Err())
+	}
+}
+
 // The first-contact duplicate check waits as long as a first acquire call
 // to a node that never answered does: the adaptive initial timeout within
 // the Client's bounds, or the fixed timeout.
