@@ -303,29 +303,29 @@ func TestNodeCtxEndsWhenToldOrAtItsDeadline(t *testing.T) {
 	// A call made on the fan-out's goroutine: nothing else ends it, so a
 	// wait on Done ends at the deadline...
 	here := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(20 * time.Millisecond), here: true}
-	select {
-	case <-here.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("a call's ctx on the fan-out's goroutine did not end at its deadline")
-	}
-	if !errors.Is(here.Err(), context.DeadlineExceeded) {
-		t.Fatalf("err %v; want context.DeadlineExceeded", here.Err())
-	}
+	awaitEnd(t, "at its deadline", here, here.Done(), context.DeadlineExceeded)
 
 	// ...or as the fan-out ctx is cancelled, well before it.
 	parent, cancel := context.WithCancel(context.Background())
 	here = &nodeCtx{Context: parent, deadline: time.Now().Add(time.Hour), here: true}
 	done = here.Done()
 	cancel()
+	awaitEnd(t, "as the fan-out ctx was cancelled", here, done, context.Canceled)
+	here.end(context.Canceled) // stops its timer
+}
+
+// awaitEnd fails t unless x, a call's context on the fan-out's goroutine,
+// ends (done closes) within 10 s with the error want.
+func awaitEnd(t *testing.T, when string, x *nodeCtx, done <-chan struct{}, want error) {
+	t.Helper()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("a call's ctx on the fan-out's goroutine did not end when the fan-out ctx was cancelled")
+		t.Fatalf("a call's ctx on the fan-out's goroutine did not end %s", when)
 	}
-	if !errors.Is(here.Err(), context.Canceled) {
-		t.Fatalf("err %v; want context.Canceled", here.Err())
+	if !errors.Is(x.Err(), want) {
+		t.Fatalf("ended %s with %v; want %v", when, x.Err(), want)
 	}
-	here.end(context.Canceled) // stops its timer
 }
 
 // An expiry disarmed before it fired is used again, and then ends only the
@@ -335,14 +335,7 @@ func TestExpiryEndsOnlyTheContextItIsArmedFor(t *testing.T) {
 	first.Done()
 	first.end(context.Canceled) // disarmed before firing: back in the pool
 	second := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(20 * time.Millisecond), here: true}
-	select {
-	case <-second.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("a context did not end at its deadline through an expiry used before")
-	}
-	if !errors.Is(second.Err(), context.DeadlineExceeded) {
-		t.Fatalf("err %v; want context.DeadlineExceeded", second.Err())
-	}
+	awaitEnd(t, "at its deadline through an expiry used before", second, second.Done(), context.DeadlineExceeded)
 	if !errors.Is(first.Err(), context.Canceled) {
 		t.Fatalf("the first context's err became %v; want context.Canceled", first.Err())
 	}
