@@ -288,8 +288,9 @@ func (nc *nodeCall[T]) lateOutcome() *outcome[T] {
 // fanOutTo ends it (at that deadline, when the fan-out ctx ends, or when the
 // fan-out returns). It does the work of a context.WithTimeout per node call
 // without a timer or an allocation of its own (fanOutTo's loop already wakes
-// at each node's deadline), and makes its channel only for a call that
-// waits on it.
+// at each node's deadline; only a call on fanOutTo's own goroutine that
+// waits on Done needs a timer, see here), and makes its channel only for a
+// call that waits on it.
 type nodeCtx struct {
 	context.Context // the fan-out's ctx, for its values and its deadline
 	deadline        time.Time

@@ -208,9 +208,9 @@ func boundedByDeadline(rdb redis.UniversalClient) bool {
 // deadline. That saves the two goroutine switches of a hand-off: each wakes
 // an idle thread (about a third of the client's CPU time in a sequential
 // Lock/Unlock cycle), and under load each waits its turn for a busy
-// processor (64 goroutines cycling on 1 master through one Client: 0.66 to
-// 0.71 times rueidislock's cycles/s through workers, 0.88 to 0.95 here,
-// interleaved by-hand runs of the bench's uncontended scenario).
+// processor (64 goroutines cycling on 1 master through one Client: 0.76
+// and 0.77 times rueidislock's cycles/s through workers, 0.93 and 0.84
+// here, in interleaved by-hand runs of the bench's uncontended scenario).
 //
 // A call that finds the node's pipelines busy waits in the node's queue on
 // this goroutine until its context ends (see nodeCtx.here: at the node's

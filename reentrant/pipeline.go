@@ -228,13 +228,10 @@ func (p *pipeliner) doneOf(c *call) chan struct{} {
 	return c.done
 }
 
-// finish records that c.cmd holds c's reply. The caller holds p.mu: a
-// batch's calls are finished, and its turn handed on, in one critical
-// section, for a sender that blocks on p.mu once per call waits to be
-// scheduled again each time while the rest of its batch and its turn wait
-// with it (the scheduler-latency profile of the uncontended bench showed
-// a third of all delay there).
-func (p *pipeliner) finish(c *call) {
+// finish records that c.cmd holds c's reply. The caller holds the
+// pipeliner's mu: a batch's calls are finished, and its turn handed on, in
+// one critical section rather than one per call.
+func (c *call) finish() {
 	c.sent = true
 	if c.done != nil {
 		close(c.done)
@@ -267,7 +264,7 @@ func (p *pipeliner) sendQueued() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range batch {
-		p.finish(c)
+		c.finish()
 	}
 	if len(batch) > 0 {
 		p.back(left)
