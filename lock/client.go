@@ -199,6 +199,9 @@ func (c *Client) Close() error {
 	stages.Go(c.bg.Wait)
 	stages.Go(c.inflight.Wait)
 	stages.Wait()
+	for _, n := range c.nodes {
+		n.Close() // its kept connections go back to the user's pool
+	}
 	c.workers.Close()
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package reentrant
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -50,7 +51,7 @@ func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 			sent = append(sent, i)
 		}
 	}
-	for j, cmd := range runPipelined(ctx, n.rdb, n.rep, calls) {
+	for j, cmd := range n.pipelined(ctx, calls) {
 		i := sent[j]
 		r := &results[i]
 		if changes[i].Release {
@@ -197,10 +198,22 @@ type scriptCall struct {
 	args   []any
 }
 
+// pipelined is runPipelined over one of the node's kept connections (see
+// keptConns): its renewal batches and changes do not wait in the pool
+// behind the connections its own trips keep.
+func (n *Node) pipelined(ctx context.Context, calls []scriptCall) []*redis.Cmd {
+	var cmds []*redis.Cmd
+	n.calls.conns.with(n.rdb, func(to sender) bool {
+		cmds = runPipelined(ctx, to, n.rep, calls)
+		return slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return brokeConn(c.Err()) })
+	})
+	return cmds
+}
+
 // runPipelined sends calls in one pipelined round trip and returns their
 // replies in order; the calls a node answered NOSCRIPT to (it lost its
 // script cache) go again (see recoverNoScript).
-func runPipelined(ctx context.Context, rdb redis.UniversalClient, rep Replication, calls []scriptCall) []*redis.Cmd {
+func runPipelined(ctx context.Context, rdb sender, rep Replication, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
 	sent, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {
@@ -228,7 +241,7 @@ func runPipelined(ctx context.Context, rdb redis.UniversalClient, rep Replicatio
 // them on every master) and those calls go once more; a failed load is the
 // reply of its calls. In the replicated mode rep each round trip ends with
 // its WAIT, as the first did.
-func recoverNoScript(ctx context.Context, rdb redis.UniversalClient, rep Replication, calls []scriptCall, cmds []*redis.Cmd) {
+func recoverNoScript(ctx context.Context, rdb sender, rep Replication, calls []scriptCall, cmds []*redis.Cmd) {
 	missing := noScript(cmds, nil)
 	if len(missing) == 0 {
 		return

@@ -30,7 +30,7 @@ func (n *Node) RenewAll(ctx context.Context, ops []Op) []RenewResult {
 		calls = append(calls, op.renewCall())
 		sent = append(sent, i)
 	}
-	for j, cmd := range runPipelined(ctx, n.rdb, n.rep, calls) {
+	for j, cmd := range n.pipelined(ctx, calls) {
 		i := sent[j]
 		r, err := cmd.Int64()
 		if err != nil {

@@ -47,7 +47,10 @@ const DefaultCallTimeout = time.Second
 // callTimeout after it leaves (DefaultCallTimeout when not positive), or as
 // long as the most patient of its callers had left when it called if that
 // is longer (counted from the moment the trip leaves). A caller whose ctx
-// ends first stops waiting unless its call is already on the wire.
+// ends first stops waiting unless its call is already on the wire. Over a
+// *redis.Client the node keeps a few of the pool's connections between its
+// round trips (DefaultPipelines at most, and half the pool's size), each
+// given back after 100 ms unused and all of them by Close.
 func NewNode(rdb redis.UniversalClient, callTimeout time.Duration) *Node {
 	n, _ := NewReplicatedNode(rdb, callTimeout, Replication{})
 	return n
@@ -66,7 +69,16 @@ func NewReplicatedNode(rdb redis.UniversalClient, callTimeout time.Duration, rep
 	if callTimeout <= 0 {
 		callTimeout = DefaultCallTimeout
 	}
-	return &Node{rdb: rdb, calls: &pipeliner{rdb: rdb, timeout: callTimeout, rep: rep, limit: DefaultPipelines}, rep: rep, noRetries: retriesOff(rdb)}, nil
+	calls := &pipeliner{rdb: rdb, timeout: callTimeout, rep: rep, limit: DefaultPipelines, conns: newKeptConns(rdb)}
+	return &Node{rdb: rdb, calls: calls, rep: rep, noRetries: retriesOff(rdb)}, nil
+}
+
+// Close gives back to rdb's pool the connections the node keeps between
+// its round trips (see NewNode); a trip on the wire gives its own back as
+// it returns. rdb stays open. A node used after Close still works, keeping
+// nothing.
+func (n *Node) Close() {
+	n.calls.conns.close()
 }
 
 // LimitPipelines sets how many pipelined round trips the node keeps on the

@@ -51,6 +51,8 @@ type pipeliner struct {
 	// call waits behind them for the next caller to come.
 	unstick  *time.Timer
 	watching bool
+
+	conns *keptConns // what trips go over: see keptConns
 }
 
 // call is one script call waiting for its pipeline.
@@ -325,20 +327,30 @@ func (p *pipeliner) withdraw(c *call) bool {
 // answered NOSCRIPT to (see recoverNoScript). Its caller then finishes
 // the batch's calls.
 func (p *pipeliner) send(batch []*call) {
-	if len(batch) == 1 {
-		p.sendOne(batch[0])
-		return
-	}
-	// A shared trip belongs to no one caller: no caller's values.
-	ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
-	defer cancel()
-	p.pipelined(ctx, batch)
+	p.conns.with(p.rdb, func(to sender) bool {
+		if len(batch) == 1 {
+			p.sendOne(to, batch[0])
+		} else {
+			// A shared trip belongs to no one caller: no caller's values.
+			ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
+			p.pipelined(ctx, to, batch)
+			cancel()
+		}
+		return slices.ContainsFunc(batch, func(c *call) bool { return brokeConn(c.cmd.Err()) })
+	})
+}
+
+// sender is what a trip goes over: rdb, or a connection kept from its pool.
+type sender interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 }
 
 // pipelined sends batch in one pipelined round trip (ending with WAIT in
 // the replicated mode), and again those calls answered NOSCRIPT.
-func (p *pipeliner) pipelined(ctx context.Context, batch []*call) {
-	sent, _ := p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+func (p *pipeliner) pipelined(ctx context.Context, to sender, batch []*call) {
+	sent, _ := to.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, c := range batch {
 			c.cmd = c.runSHA(ctx, pipe)
 		}
@@ -350,12 +362,12 @@ func (p *pipeliner) pipelined(ctx context.Context, batch []*call) {
 			unreplicated(c.cmd, c.script, err)
 		}
 	}
-	p.sendAgain(ctx, batch)
+	p.sendAgain(ctx, to, batch)
 }
 
 // sendAgain sends the calls of batch that the node answered NOSCRIPT to
 // once more (see recoverNoScript).
-func (p *pipeliner) sendAgain(ctx context.Context, batch []*call) {
+func (p *pipeliner) sendAgain(ctx context.Context, to sender, batch []*call) {
 	if !slices.ContainsFunc(batch, func(c *call) bool { return lua.IsNoScript(c.cmd.Err()) }) {
 		return
 	}
@@ -365,7 +377,7 @@ func (p *pipeliner) sendAgain(ctx context.Context, batch []*call) {
 		calls[i] = scriptCall{script: c.script, keys: c.keys, args: c.args}
 		cmds[i] = c.cmd
 	}
-	recoverNoScript(ctx, p.rdb, p.rep, calls, cmds)
+	recoverNoScript(ctx, to, p.rep, calls, cmds)
 	for i, c := range batch {
 		c.cmd = cmds[i]
 	}
@@ -374,17 +386,17 @@ func (p *pipeliner) sendAgain(ctx context.Context, batch []*call) {
 // sendOne runs a lone call, with the deadline a batch of it alone would
 // have (see deadline). It keeps its caller's values, so go-redis hooks
 // (redisotel) see the caller's trace span. Its caller then finishes c.
-func (p *pipeliner) sendOne(c *call) {
+func (p *pipeliner) sendOne(to sender, c *call) {
 	ctx, cancel := context.WithDeadline(&c.values, time.Now().Add(max(p.timeout, c.budget)))
 	defer cancel()
 	switch {
 	case p.rep.on() && !c.script.ReadOnly():
 		// WAIT must follow the write on its connection: a pipeline.
-		p.pipelined(ctx, []*call{c})
+		p.pipelined(ctx, to, []*call{c})
 	default:
-		c.cmd = c.runSHA(ctx, p.rdb)
+		c.cmd = c.runSHA(ctx, to)
 		if lua.IsNoScript(c.cmd.Err()) {
-			c.cmd = c.script.RunSource(ctx, p.rdb, c.keys, c.args...)
+			c.cmd = c.script.RunSource(ctx, to, c.keys, c.args...)
 		}
 	}
 }

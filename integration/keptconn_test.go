@@ -1,0 +1,181 @@
+package integration_test
+
+import (
+	"bufio"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/integration/fixture"
+	"github.com/relock-go/relock/reentrant"
+)
+
+// A Node's round trips go over connections it keeps out of its client's
+// pool between trips (reentrant/pipeline.go, keptConn): go-redis checks
+// every connection it hands out with a system call, which a connection a
+// trip just used does not need.
+
+// keptConnNode returns a Node over a client of its own to node 0, named
+// name (CLIENT SETNAME) so that the test can find its connections on the
+// server, that client, and the node's direct client.
+func keptConnNode(t *testing.T, name string) (*reentrant.Node, *redis.Client, *redis.Client) {
+	t.Helper()
+	c := reset(t)
+	opts := fixture.FixtureOptions(c.Nodes[0].Link().Addr())
+	opts.ClientName = name
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return reentrant.NewNode(rdb, 0), rdb, c.Nodes[0].Direct()
+}
+
+// poolGets is how many connections rdb's pool has handed out.
+func poolGets(rdb *redis.Client) uint32 {
+	s := rdb.PoolStats()
+	return s.Hits + s.Misses
+}
+
+// cycle takes and releases key once through node, as owner.
+func cycle(t *testing.T, node *reentrant.Node, key reentrant.Key, owner string, seq *int64) error {
+	t.Helper()
+	a, err := node.Acquire(t.Context(), opFor(key, owner, 1, seq))
+	if err != nil {
+		return err
+	}
+	require.True(t, a.Acquired)
+	r, err := node.Release(t.Context(), opFor(key, owner, 0, seq), "r")
+	if err != nil {
+		return err
+	}
+	require.Equal(t, reentrant.Released, r)
+	return nil
+}
+
+func TestReentrantNodeKeepsItsConnectionBetweenTrips(t *testing.T) {
+	node, rdb, _ := keptConnNode(t, "kept-between-trips")
+	key := mustKey(t, "kept-between-trips")
+	var seq int64
+
+	before := poolGets(rdb)
+	const cycles = 50
+	for range cycles {
+		require.NoError(t, cycle(t, node, key, "c:kept", &seq))
+	}
+	gets := poolGets(rdb) - before
+	// One get for the first trip, and one after each stall of the loop
+	// longer than keptIdle on a loaded machine; through the pool alone,
+	// one per call.
+	require.Less(t, gets, uint32(cycles/2), "%d sequential calls took %d connections from the pool", 2*cycles, gets)
+
+	// Kept between trips, and given back by Close (one cycle right
+	// before each look, so the idle timer has not given it back already).
+	inUse := func() uint32 { s := rdb.PoolStats(); return s.TotalConns - s.IdleConns }
+	require.Eventually(t, func() bool {
+		require.NoError(t, cycle(t, node, key, "c:kept", &seq))
+		return inUse() == 1
+	}, 10*time.Second, time.Millisecond, "the node keeps the connection it used")
+	node.Close()
+	require.Zero(t, inUse(), "Close gives the kept connection back to the pool")
+}
+
+func TestReentrantNodeGivesBackAnIdleConnection(t *testing.T) {
+	node, rdb, _ := keptConnNode(t, "kept-given-back")
+	key := mustKey(t, "kept-given-back")
+	var seq int64
+	require.NoError(t, cycle(t, node, key, "c:idle", &seq))
+	require.Eventually(t, func() bool { s := rdb.PoolStats(); return s.TotalConns == s.IdleConns },
+		10*time.Second, 10*time.Millisecond, "a node that went quiet keeps no connection out of the pool")
+}
+
+func TestReentrantNodeRedialsAfterItsConnectionIsKilled(t *testing.T) {
+	const name = "kept-killed"
+	node, _, direct := keptConnNode(t, name)
+	key := mustKey(t, name)
+	var seq int64
+	require.NoError(t, cycle(t, node, key, "c:killed", &seq))
+
+	ids := clientIDsNamed(t, direct, name)
+	require.Len(t, ids, 1, "the node's one kept connection")
+	require.NoError(t, direct.ClientKillByFilter(t.Context(), "ID", ids[0]).Err())
+
+	// The kept connection fails its next trip (nothing checks it before
+	// it is used, as nothing checks a connection that breaks in use), and
+	// is dropped: the trip after it dials anew.
+	first := cycle(t, node, key, "c:killed", &seq)
+	if first != nil {
+		var server redis.Error
+		require.NotErrorAs(t, first, &server, "a broken connection, not the server's answer: %v", first)
+	}
+	require.NoError(t, cycle(t, node, key, "c:killed", &seq), "the trip after a broken one goes over a new connection")
+	ids = clientIDsNamed(t, direct, name)
+	require.Len(t, ids, 1, "the killed connection was dropped, one new one kept")
+}
+
+func TestReentrantNodeGivesBackAConnectionIdleTooLong(t *testing.T) {
+	// Redis closes a client idle for its timeout (CONFIG SET timeout, in
+	// whole seconds); a kept connection idle for keptIdle (well under a
+	// second) went back to the pool, whose check finds it closed and dials
+	// another.
+	const name = "kept-idle"
+	node, _, direct := keptConnNode(t, name)
+	ctx := t.Context()
+	old, err := direct.ConfigGet(ctx, "timeout").Result()
+	require.NoError(t, err)
+	require.NoError(t, direct.ConfigSet(ctx, "timeout", "1").Err())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = direct.ConfigSet(ctx, "timeout", old["timeout"]).Err()
+	})
+
+	key := mustKey(t, name)
+	var seq int64
+	require.NoError(t, cycle(t, node, key, "c:idle", &seq))
+	require.Eventually(t, func() bool { return len(clientIDsNamed(t, direct, name)) == 0 },
+		10*time.Second, 50*time.Millisecond, "the server closes the idle connection")
+	require.NoError(t, cycle(t, node, key, "c:idle", &seq), "a connection idle past its server's timeout is not used")
+}
+
+// clientIDsNamed returns the ids of the connections named name on rdb's
+// server (CLIENT LIST).
+func clientIDsNamed(t *testing.T, rdb *redis.Client, name string) []string {
+	t.Helper()
+	list, err := rdb.ClientList(t.Context()).Result()
+	require.NoError(t, err)
+	var ids []string
+	sc := bufio.NewScanner(strings.NewReader(list))
+	for sc.Scan() {
+		fields := map[string]string{}
+		for _, f := range strings.Fields(sc.Text()) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				fields[k] = v
+			}
+		}
+		if fields["name"] == name {
+			ids = append(ids, fields["id"])
+		}
+	}
+	return ids
+}
+
+func TestReentrantNodeKeepsNothingOfAPoolOfOne(t *testing.T) {
+	// The one connection serves the node's trips and everyone else's in
+	// turn, as the pool hands it out: the node never holds it between
+	// trips.
+	c := reset(t)
+	opts := fixture.FixtureOptions(c.Nodes[0].Link().Addr())
+	opts.PoolSize = 1
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	node := reentrant.NewNode(rdb, 0)
+	key := mustKey(t, "kept-pool-of-one")
+	var seq int64
+	for range 3 {
+		require.NoError(t, cycle(t, node, key, "c:one", &seq))
+		s := rdb.PoolStats()
+		require.Equal(t, s.TotalConns, s.IdleConns, "nothing kept out of a pool of one")
+	}
+}
