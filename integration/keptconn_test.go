@@ -3,7 +3,9 @@ package integration_test
 import (
 	"bufio"
 	"context"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -178,4 +180,36 @@ func TestReentrantNodeKeepsNothingOfAPoolOfOne(t *testing.T) {
 		s := rdb.PoolStats()
 		require.Equal(t, s.TotalConns, s.IdleConns, "nothing kept out of a pool of one")
 	}
+}
+
+func TestReentrantNodeKeepsConnectionsOfAFreshRESP3ClientWithoutARace(t *testing.T) {
+	// go-redis lets a Conn write the client's Options while the client
+	// sets up a connection of its own (see keptConns, warm): run under
+	// -race, a node's first trips at once, beside a Pub/Sub connection
+	// being set up, must not make Conns before a trip of the client's own.
+	c := reset(t)
+	opts := fixture.FixtureOptions(c.Nodes[0].Link().Addr())
+	opts.Protocol = 3 // go-redis's default, under which it writes
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	node := reentrant.NewNode(rdb, 0)
+	t.Cleanup(node.Close)
+
+	ps := rdb.Subscribe(t.Context())
+	t.Cleanup(func() { _ = ps.Close() })
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = ps.Ping(t.Context()) })
+	for g := range 16 {
+		wg.Go(func() {
+			key := mustKey(t, "fresh-resp3:"+strconv.Itoa(g))
+			var seq int64
+			for range 5 {
+				if err := cycle(t, node, key, "c:"+strconv.Itoa(g), &seq); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

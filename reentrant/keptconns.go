@@ -29,12 +29,23 @@ import (
 //
 // Only a *redis.Client's connections are kept: other clients (a cluster's,
 // a ring's) route each call, and trips go through them as before.
+//
+// A node keeps none until one of its trips through the client itself came
+// back (warm). go-redis (v9.23) gives a Conn the client's own Options but a
+// lock of its own, and the first connections a RESP3 client (its default)
+// sets up to a server without maintenance notifications (Redis before 8)
+// switch them off by writing those Options: a Conn setting up a connection
+// then races with the client setting up another (the race detector caught
+// it, with a Pub/Sub connection). Once a connection of the client's own is
+// set up, the setting is final and nothing writes it again, so Conns made
+// after that trip, and ordered after it by mu, only read it.
 type keptConns struct {
 	client *redis.Client // nil: nothing is kept
 	max    int           // connections kept at most
 
 	mu     sync.Mutex
 	kept   []keptConn // most recently used last
+	warm   bool       // a trip through the client came back: Conns may be made
 	idle   *time.Timer
 	armed  bool // idle will fire
 	closed bool
@@ -70,20 +81,28 @@ func newKeptConns(rdb redis.UniversalClient) *keptConns {
 func (k *keptConns) with(rdb sender, trip func(to sender) (broken bool)) {
 	conn := k.take()
 	if conn == nil {
-		trip(rdb)
+		if !trip(rdb) && k.max > 0 {
+			k.mu.Lock()
+			k.warm = true
+			k.mu.Unlock()
+		}
 		return
 	}
 	k.put(conn, trip(conn))
 }
 
 // take returns a connection for a trip: the one kept most recently, or a
-// new one out of the pool; nil when the node keeps none (the trip then
-// goes through the client as it is).
+// new one out of the pool; nil when the node keeps none, or none yet (the
+// trip then goes through the client as it is).
 func (k *keptConns) take() *redis.Conn {
 	if k.max == 0 {
 		return nil
 	}
 	k.mu.Lock()
+	if !k.warm {
+		k.mu.Unlock()
+		return nil
+	}
 	if n := len(k.kept); n > 0 && time.Since(k.kept[n-1].used) < keptIdle {
 		conn := k.kept[n-1].conn
 		k.kept[n-1] = keptConn{}
