@@ -23,15 +23,22 @@ import (
 
 // keptConnNode returns a Node over a client of its own to node 0, named
 // name (CLIENT SETNAME) so that the test can find its connections on the
-// server, that client, and the node's direct client.
-func keptConnNode(t *testing.T, name string) (*reentrant.Node, *redis.Client, *redis.Client) {
+// server, that client, and the node's direct client. set, when not nil,
+// changes the client's options first. The node is closed, and then the
+// client, when the test ends.
+func keptConnNode(t *testing.T, name string, set func(*redis.Options)) (*reentrant.Node, *redis.Client, *redis.Client) {
 	t.Helper()
 	c := reset(t)
 	opts := fixture.FixtureOptions(c.Nodes[0].Link().Addr())
 	opts.ClientName = name
+	if set != nil {
+		set(opts)
+	}
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { _ = rdb.Close() })
-	return reentrant.NewNode(rdb, 0), rdb, c.Nodes[0].Direct()
+	node := reentrant.NewNode(rdb, 0)
+	t.Cleanup(node.Close)
+	return node, rdb, c.Nodes[0].Direct()
 }
 
 // poolGets is how many connections rdb's pool has handed out.
@@ -57,7 +64,7 @@ func cycle(t *testing.T, node *reentrant.Node, key reentrant.Key, owner string, 
 }
 
 func TestReentrantNodeKeepsItsConnectionBetweenTrips(t *testing.T) {
-	node, rdb, _ := keptConnNode(t, "kept-between-trips")
+	node, rdb, _ := keptConnNode(t, "kept-between-trips", nil)
 	key := mustKey(t, "kept-between-trips")
 	var seq int64
 
@@ -84,7 +91,7 @@ func TestReentrantNodeKeepsItsConnectionBetweenTrips(t *testing.T) {
 }
 
 func TestReentrantNodeGivesBackAnIdleConnection(t *testing.T) {
-	node, rdb, _ := keptConnNode(t, "kept-given-back")
+	node, rdb, _ := keptConnNode(t, "kept-given-back", nil)
 	key := mustKey(t, "kept-given-back")
 	var seq int64
 	require.NoError(t, cycle(t, node, key, "c:idle", &seq))
@@ -94,7 +101,7 @@ func TestReentrantNodeGivesBackAnIdleConnection(t *testing.T) {
 
 func TestReentrantNodeRedialsAfterItsConnectionIsKilled(t *testing.T) {
 	const name = "kept-killed"
-	node, _, direct := keptConnNode(t, name)
+	node, _, direct := keptConnNode(t, name, nil)
 	key := mustKey(t, name)
 	var seq int64
 	require.NoError(t, cycle(t, node, key, "c:killed", &seq))
@@ -122,7 +129,7 @@ func TestReentrantNodeGivesBackAConnectionIdleTooLong(t *testing.T) {
 	// second) went back to the pool, whose check finds it closed and dials
 	// another.
 	const name = "kept-idle"
-	node, _, direct := keptConnNode(t, name)
+	node, _, direct := keptConnNode(t, name, nil)
 	ctx := t.Context()
 	old, err := direct.ConfigGet(ctx, "timeout").Result()
 	require.NoError(t, err)
@@ -167,12 +174,7 @@ func TestReentrantNodeKeepsNothingOfAPoolOfOne(t *testing.T) {
 	// The one connection serves the node's trips and everyone else's in
 	// turn, as the pool hands it out: the node never holds it between
 	// trips.
-	c := reset(t)
-	opts := fixture.FixtureOptions(c.Nodes[0].Link().Addr())
-	opts.PoolSize = 1
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
-	node := reentrant.NewNode(rdb, 0)
+	node, rdb, _ := keptConnNode(t, "kept-pool-of-one", func(o *redis.Options) { o.PoolSize = 1 })
 	key := mustKey(t, "kept-pool-of-one")
 	var seq int64
 	for range 3 {
@@ -187,29 +189,30 @@ func TestReentrantNodeKeepsConnectionsOfAFreshRESP3ClientWithoutARace(t *testing
 	// sets up a connection of its own (see keptConns, warm): run under
 	// -race, a node's first trips at once, beside a Pub/Sub connection
 	// being set up, must not make Conns before a trip of the client's own.
-	c := reset(t)
-	opts := fixture.FixtureOptions(c.Nodes[0].Link().Addr())
-	opts.Protocol = 3 // go-redis's default, under which it writes
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
-	node := reentrant.NewNode(rdb, 0)
-	t.Cleanup(node.Close)
-
-	ps := rdb.Subscribe(t.Context())
-	t.Cleanup(func() { _ = ps.Close() })
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = ps.Ping(t.Context()) })
-	for g := range 16 {
-		wg.Go(func() {
-			key := mustKey(t, "fresh-resp3:"+strconv.Itoa(g))
-			var seq int64
-			for range 5 {
-				if err := cycle(t, node, key, "c:"+strconv.Itoa(g), &seq); err != nil {
-					t.Error(err)
-					return
-				}
+	// The race is in a client's first moments, and the detector sees it
+	// in some of them: each round starts a fresh client.
+	for round := range 8 {
+		t.Run(strconv.Itoa(round), func(t *testing.T) {
+			node, rdb, _ := keptConnNode(t, "fresh-resp3", func(o *redis.Options) {
+				o.Protocol = 3 // go-redis's default, under which it writes
+			})
+			ps := rdb.Subscribe(t.Context())
+			t.Cleanup(func() { _ = ps.Close() })
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = ps.Ping(t.Context()) })
+			for g := range 16 {
+				wg.Go(func() {
+					key := mustKey(t, "fresh-resp3:"+strconv.Itoa(g))
+					var seq int64
+					for range 5 {
+						if err := cycle(t, node, key, "c:"+strconv.Itoa(g), &seq); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
 			}
+			wg.Wait()
 		})
 	}
-	wg.Wait()
 }

@@ -48,5 +48,11 @@
 //
 //	RELOCK_BENCH_ONLY=contended,design RELOCK_BENCH_LIBS=relock,redsync make bench
 //
+// A library's name after '=' selects it alone, not every name containing
+// it: relock with its default options, without the A/B's variants, for an
+// A/B of two builds by hand:
+//
+//	RELOCK_BENCH_ONLY=contended RELOCK_BENCH_LIBS='=relock' make bench
+//
 // The whole run takes about 6 minutes on 2 cores; -quick about a minute.
 package peers

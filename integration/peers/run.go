@@ -65,7 +65,7 @@ type Config struct {
 	BenchRequests int // redis-benchmark -n without pipelining
 
 	Scenarios []string // the scenarios to run; all when empty
-	Libs      []string // substrings of library names to run; all when empty
+	Libs      []string // substrings of library names to run (=NAME: that name alone); all when empty
 	Masters   []int    // node counts of MasterCounts to run at; all the servers allow when empty
 
 	// Route says how the clients reach the nodes, RouteBridge or
@@ -139,6 +139,9 @@ func (c Config) wantsLib(name string) bool {
 		return true
 	}
 	for _, s := range c.Libs {
+		if exact, ok := strings.CutPrefix(s, "="); ok && strings.EqualFold(name, exact) {
+			return true
+		}
 		if strings.Contains(strings.ToLower(name), strings.ToLower(s)) {
 			return true
 		}

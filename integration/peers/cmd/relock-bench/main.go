@@ -50,7 +50,7 @@ func main() {
 		scenarios = flag.String("scenarios", os.Getenv("RELOCK_BENCH_ONLY"),
 			"comma-separated scenarios to run (default $RELOCK_BENCH_ONLY, else all): "+strings.Join(peers.Scenarios, ","))
 		libs = flag.String("libs", os.Getenv("RELOCK_BENCH_LIBS"),
-			"comma-separated substrings of library names to run (default $RELOCK_BENCH_LIBS, else all)")
+			"comma-separated substrings of library names to run, or =NAME for that name alone (default $RELOCK_BENCH_LIBS, else all)")
 		masters = flag.String("masters", os.Getenv("RELOCK_BENCH_MASTERS"),
 			"comma-separated node counts to run at (default $RELOCK_BENCH_MASTERS, else all): "+joinInts(peers.MasterCounts))
 		out        = flag.String("out", "", "also write the tables to this file")
