@@ -58,10 +58,12 @@ type NodeError struct {
 	Err  error  // what went wrong on that node
 }
 
+// Error names the node, by index and address, and what went wrong there.
 func (e NodeError) Error() string {
 	return fmt.Sprintf("node %d (%s): %v", e.Node, e.Addr, e.Err)
 }
 
+// Unwrap returns the node's cause, for errors.Is and errors.As.
 func (e NodeError) Unwrap() error { return e.Err }
 
 // QuorumError reports a quorum operation that fell short, with each failed
@@ -75,6 +77,7 @@ type QuorumError struct {
 	Nodes  []NodeError // the nodes that failed, in node order
 }
 
+// Error says what fell short and by how much, and each failed node's cause.
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "relock: %s: quorum not reached: %d of %d needed", e.Op, e.Agreed, e.Needed)

@@ -54,6 +54,7 @@ type CapacityError struct {
 	Asked    int64  // the capacity the acquisition gave
 }
 
+// Error names the semaphore and both capacities.
 func (e *CapacityError) Error() string {
 	return fmt.Sprintf("relock: semaphore %q has a capacity of %d, not %d: every user of a name must give the same", e.Key, e.Capacity, e.Asked)
 }
@@ -68,6 +69,7 @@ type WrongTypeError struct {
 	Type string // its Redis type, as TYPE reports it
 }
 
+// Error names the key and the type it holds.
 func (e *WrongTypeError) Error() string {
 	return fmt.Sprintf("relock: key %q holds a %s, not a relock lock; it was left untouched", e.Key, e.Type)
 }

@@ -407,6 +407,7 @@ const (
 	Released
 )
 
+// String returns the result in words ("not held", "still held", "released").
 func (r ReleaseResult) String() string {
 	switch r {
 	case NotHeld:
