@@ -192,27 +192,32 @@ func TestReentrantNodeKeepsConnectionsOfAFreshRESP3ClientWithoutARace(t *testing
 	// The race is in a client's first moments, and the detector sees it
 	// in some of them: each round starts a fresh client.
 	for round := range 8 {
-		t.Run(strconv.Itoa(round), func(t *testing.T) {
-			node, rdb, _ := keptConnNode(t, "fresh-resp3", func(o *redis.Options) {
-				o.Protocol = 3 // go-redis's default, under which it writes
-			})
-			ps := rdb.Subscribe(t.Context())
-			t.Cleanup(func() { _ = ps.Close() })
-			var wg sync.WaitGroup
-			wg.Go(func() { _ = ps.Ping(t.Context()) })
-			for g := range 16 {
-				wg.Go(func() {
-					key := mustKey(t, "fresh-resp3:"+strconv.Itoa(g))
-					var seq int64
-					for range 5 {
-						if err := cycle(t, node, key, "c:"+strconv.Itoa(g), &seq); err != nil {
-							t.Error(err)
-							return
-						}
-					}
-				})
+		t.Run(strconv.Itoa(round), firstTripsOfAFreshRESP3Client)
+	}
+}
+
+// firstTripsOfAFreshRESP3Client makes a fresh RESP3 client's node take
+// and release 16 locks five times each, at once, while the client sets up
+// a Pub/Sub connection.
+func firstTripsOfAFreshRESP3Client(t *testing.T) {
+	node, rdb, _ := keptConnNode(t, "fresh-resp3", func(o *redis.Options) {
+		o.Protocol = 3 // go-redis's default, under which it writes
+	})
+	ps := rdb.Subscribe(t.Context())
+	t.Cleanup(func() { _ = ps.Close() })
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = ps.Ping(t.Context()) })
+	for g := range 16 {
+		wg.Go(func() {
+			key := mustKey(t, "fresh-resp3:"+strconv.Itoa(g))
+			var seq int64
+			for range 5 {
+				if err := cycle(t, node, key, "c:"+strconv.Itoa(g), &seq); err != nil {
+					t.Error(err)
+					return
+				}
 			}
-			wg.Wait()
 		})
 	}
+	wg.Wait()
 }

@@ -139,8 +139,11 @@ func (c Config) wantsLib(name string) bool {
 		return true
 	}
 	for _, s := range c.Libs {
-		if exact, ok := strings.CutPrefix(s, "="); ok && strings.EqualFold(name, exact) {
-			return true
+		if exact, ok := strings.CutPrefix(s, "="); ok {
+			if strings.EqualFold(name, exact) {
+				return true
+			}
+			continue
 		}
 		if strings.Contains(strings.ToLower(name), strings.ToLower(s)) {
 			return true
