@@ -345,3 +345,56 @@ func TestWaitCancelledLeavesNothing(t *testing.T) {
 		require.NoError(t, holder.Unlock(ctx))
 	})
 }
+
+// endsOnceSubscribed is a context that ends the moment c's subscriptions
+// hold a waiter: between a Lock's Subscribe taking its share and the Lock
+// looking at ctx again, the window in which ctx.Done and the subscription's
+// confirmation are ready together.
+type endsOnceSubscribed struct {
+	context.Context
+	c    *lock.Client
+	once sync.Once
+	done chan struct{}
+}
+
+func (e *endsOnceSubscribed) Done() <-chan struct{} { return e.done }
+
+func (e *endsOnceSubscribed) Err() error {
+	if e.c.Stats().Subscription.Waiters > 0 {
+		e.once.Do(func() { close(e.done) })
+	}
+	select {
+	case <-e.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// TestWaitEndingAsItSubscribesDropsTheShare: a Lock whose ctx ends just as
+// its subscription is confirmed drops the share. Before 2026-12-04 it kept
+// it: the channel stayed subscribed for good, and the share, the oldest
+// waiter of its process, took the next release's wake, so another waiter
+// slept out the holder's lease.
+func TestWaitEndingAsItSubscribesDropsTheShare(t *testing.T) {
+	reset(t)
+	holders, waiters := newLockClient(t, 1, lock.Options{}), newLockClient(t, 1, lock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	holder := holders.NewMutex("ends-as-it-subscribes")
+	require.NoError(t, holder.Lock(ctx))
+	ending := &endsOnceSubscribed{Context: ctx, c: waiters, done: make(chan struct{})}
+	err := waiters.NewMutex("ends-as-it-subscribes").Lock(ending)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Zero(t, waiters.Stats().Subscription.Waiters, "the subscription share is dropped")
+
+	// The next waiter of that process gets the release's wake.
+	next := waiters.NewMutex("ends-as-it-subscribes")
+	got := make(chan error, 1)
+	go func() { got <- next.Lock(ctx) }()
+	waitUntil(t, 5*time.Second, "the waiter is not asleep", sleeping(waiters, 1))
+	unlocked := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	require.NoError(t, <-got)
+	require.Less(t, time.Since(unlocked), 5*time.Second, "woken by the release, not the 30s lease")
+	require.NoError(t, next.Unlock(ctx))
+}

@@ -64,13 +64,22 @@ func (w *waiter) prime(ctx context.Context, h *hold) error {
 	w.primed = true
 	sub, err := h.c.broker.SubscribeOwner(ctx, h.key.WaitChannel(h.kind.mode), h.owner, releasesOf(h.owner))
 	switch {
+	case err == nil && ctx.Err() == nil:
+		w.sub = sub
+		return nil
+	case err == nil:
+		// Subscribed as ctx ended (the confirmation and ctx.Done can be
+		// ready together, and either is taken): this Lock gives up, and
+		// the share goes now. Kept by no one, it would keep the channel
+		// subscribed for good, and, the oldest waiter of its process,
+		// take the wakes meant for the others.
+		sub.Close()
+		return ctx.Err()
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case err != nil:
+	default:
 		return ErrClosed
 	}
-	w.sub = sub
-	return nil
 }
 
 // close drops the subscription share. A waiter that got the lock drops any

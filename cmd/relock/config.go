@@ -148,8 +148,44 @@ func parseNodes(s string) ([]string, []*redis.Options, error) {
 				return nil, nil, fmt.Errorf("node %d: %s: port %s is not in 1-65535", i+1, shown, p)
 			}
 		}
+		if err := checkClientOptions(o); err != nil {
+			return nil, nil, fmt.Errorf("node %d: %s: %v", i+1, shown, err)
+		}
 		o.ContextTimeoutEnabled = true
 		urls, opts = append(urls, shown), append(opts, o)
 	}
 	return urls, opts, nil
+}
+
+// checkClientOptions refuses the values a URL's query may set that go-redis
+// takes but cannot use: a negative pool size panics in redis.NewClient, and
+// a negative database, dial or pool timeout fails every call later, where a
+// usage message is due now. go-redis's own "no value" of -1 (max_retries;
+// a duration at or below zero, which its URL parser turns into -1) stays
+// valid where go-redis documents it.
+func checkClientOptions(o *redis.Options) error {
+	for _, c := range []struct {
+		name string
+		v    int
+	}{
+		{"pool_size", o.PoolSize},
+		{"min_idle_conns", o.MinIdleConns},
+		{"max_idle_conns", o.MaxIdleConns},
+		{"max_active_conns", o.MaxActiveConns},
+		{"max_concurrent_dials", o.MaxConcurrentDials},
+		{"database number", o.DB},
+	} {
+		if c.v < 0 {
+			return fmt.Errorf("%s %d is negative", c.name, c.v)
+		}
+	}
+	switch {
+	case o.MaxRetries < -1:
+		return fmt.Errorf("max_retries %d is below -1 (no retries)", o.MaxRetries)
+	case o.DialTimeout < 0:
+		return fmt.Errorf("dial_timeout is not positive: every dial would fail at once")
+	case o.PoolTimeout < 0:
+		return fmt.Errorf("pool_timeout is not positive: every call would fail at once")
+	}
+	return nil
 }

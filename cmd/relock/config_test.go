@@ -26,6 +26,10 @@ func TestParseNodesAcceptsGoRedisURLs(t *testing.T) {
 	if o := opts[3]; o.Network != "unix" || o.Addr != "/run/redis.sock" || o.Password != "pw" {
 		t.Errorf("node 4: %+v", o)
 	}
+	// go-redis's "none" values stay valid: no retries, no read deadline.
+	if _, opts, err := parseNodes("h:1?max_retries=-1&read_timeout=-1&conn_max_idle_time=-1"); err != nil || opts[0].MaxRetries != -1 || opts[0].ReadTimeout != -1 {
+		t.Errorf("go-redis's -1 values: %v, %+v", err, opts)
+	}
 	for _, u := range urls {
 		if strings.Contains(u, "s3cret") || strings.Contains(u, ":pw@") {
 			t.Errorf("URL shown with its password: %q", u)
@@ -47,6 +51,12 @@ func TestParseNodesRejectsBadURLsWithoutShowingPasswords(t *testing.T) {
 		"h:1,,h:2",
 		"",
 		"redis://u:s3cret@[::1",
+		"redis://u:s3cret@h:1?pool_size=-3", // panicked in redis.NewClient
+		"redis://u:s3cret@h:1?min_idle_conns=-1",
+		"redis://u:s3cret@h:1?max_retries=-2",
+		"redis://u:s3cret@h:1?dial_timeout=-5s",
+		"redis://u:s3cret@h:1?pool_timeout=0",
+		"redis://u:s3cret@h:1/-1",
 	} {
 		_, _, err := parseNodes(s)
 		if err == nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -83,6 +85,32 @@ func TestRunOfAMissingCommandExits127WithoutLocking(t *testing.T) {
 	code, _, errOut := call("127.0.0.1:1", "run", "name", "--", "relock-no-such-command")
 	if code != exitNotFound || !strings.Contains(errOut, "not found") {
 		t.Fatalf("exit %d, stderr %q; want %d", code, errOut, exitNotFound)
+	}
+}
+
+// A CMD given as a path is checked before the lock is taken too, as the
+// shells do: missing 127, a directory or a file without the execute bit 126.
+func TestRunOfACommandPathThatCannotRunExitsWithoutLocking(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "report.sh")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cmd  string
+		want int
+	}{
+		{"./relock-no-such-command", exitNotFound},
+		{filepath.Join(dir, "missing.sh"), exitNotFound},
+		{dir, exitCannotRun},
+		{plain, exitCannotRun},
+	} {
+		// Node 1 is reachable nowhere: an exit other than tc.want (4,
+		// the quorum's) says the lock was tried first.
+		code, _, errOut := call("127.0.0.1:1", "run", "--no-wait", "name", "--", tc.cmd)
+		if code != tc.want {
+			t.Errorf("run %s: exit %d, stderr %q; want %d", tc.cmd, code, errOut, tc.want)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -90,8 +91,16 @@ func (f *runFlags) run(ctx context.Context, e *env, g *globals, waitSet bool, ar
 		return usagef("--kill-after %v is negative", f.killAfter)
 	}
 	name, argv := args[0], args[1:]
+	// Not found, or not a program: say so before taking the lock.
+	// exec.Command looks up a bare name in PATH; a name with a slash
+	// ("./report.sh") it leaves to Start, after the lock is taken, so
+	// LookPath checks that one here (it exists, is no directory, and may
+	// be executed).
 	cmd := exec.Command(argv[0], argv[1:]...)
-	if cmd.Err != nil { // not found: say so before taking the lock
+	if cmd.Err == nil && strings.Contains(argv[0], "/") {
+		_, cmd.Err = exec.LookPath(argv[0])
+	}
+	if cmd.Err != nil {
 		return startError(argv[0], cmd.Err)
 	}
 	c, closeAll, err := g.connect(lock.Options{Lease: f.lease})
