@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -344,6 +345,40 @@ func TestWaitCancelledLeavesNothing(t *testing.T) {
 		}
 		require.NoError(t, holder.Unlock(ctx))
 	})
+}
+
+// TestWaitPastANodeFailureEndsAsATimeout: a Lock whose attempts failed for
+// want of a quorum while a node was paused, and then met the holder once it
+// answered again, ends at ctx's deadline with ctx's error alone: the lock
+// was held, not the nodes down. Before 2026-12-04 the error still wrapped
+// that old QuorumError, and relock run --wait exited 4 (the nodes failed)
+// instead of 1 (the lock is held).
+func TestWaitPastANodeFailureEndsAsATimeout(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 20*time.Second)
+	holder := newLockClient(t, 1, lock.Options{}).NewMutex("held-past-a-failure")
+	require.NoError(t, holder.Lock(ctx))
+	var noQuorum atomic.Int32
+	waiters := newLockClient(t, 1, lock.Options{Observer: &lock.Observer{
+		Attempt: func(_ context.Context, e lock.AttemptInfo) {
+			if e.Outcome == lock.AttemptNoQuorum {
+				noQuorum.Add(1)
+			}
+		},
+	}})
+	require.NoError(t, cluster.Nodes[0].Pause(ctx))
+	t.Cleanup(func() { _ = cluster.Nodes[0].Unpause(context.Background()) })
+	wait, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() { got <- waiters.NewMutex("held-past-a-failure").Lock(wait) }()
+	waitUntil(t, 3*time.Second, "no attempt failed for want of a quorum", func() bool { return noQuorum.Load() > 0 })
+	require.NoError(t, cluster.Nodes[0].Unpause(ctx))
+	err := <-got
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var qe *lock.QuorumError
+	require.False(t, errors.As(err, &qe), "the nodes answered after the failure: %v", err)
+	require.NoError(t, holder.Unlock(ctx))
 }
 
 // endsOnceSubscribed is a context that ends the moment c's subscriptions

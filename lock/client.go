@@ -88,6 +88,7 @@ func New(opts Options) (*Client, error) {
 		c.addrs = append(c.addrs, nodeAddr(n))
 		c.cleaners = append(c.cleaners, newCleaner(c, len(c.cleaners)))
 	}
+	c.addrs = distinctAddrs(c.addrs)
 	c.ident = newIdentifier(opts.Nodes, c.addrs, c.waits.firstContact(), opts.Logger)
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.dog = watchdog.New(c.renewBatch, watchdog.Options{Early: lossEarly, MaxBatch: renewBatchMax})

@@ -254,7 +254,7 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 		}
 	}
 	var (
-		lastFail error // the last quorum failure, reported with ctx's error
+		lastFail error // the quorum failure of the last attempt, reported with ctx's error
 		k        = newContender(h.c, h.key, wait && contends(h.kind.mode), h.kind.fair)
 	)
 	if wait && h.contendedLately() {
@@ -282,6 +282,12 @@ func (h *hold) lock(ctx context.Context, lease time.Duration, renewed, wait bool
 			return false, ErrClosed
 		}
 		ok, a, err := h.attempt(ctx, lease, renewed, k, w.woken && w.why == pubsub.WokenOther, &call)
+		if err == nil {
+			// The nodes answered: a quorum failure before this attempt is
+			// no longer why the Lock waits, and a wait that ends now ends
+			// as a plain timeout.
+			lastFail = nil
+		}
 		var qe *QuorumError
 		switch {
 		case ok && h.c.isClosing():

@@ -78,12 +78,13 @@ func (m *Mutex) Lost() <-chan struct{} { return m.lostChan() }
 // an error for which errors.Is(err, ctx.Err()) is true, and nothing of the
 // attempt is left on any node. While a quorum cannot be reached (nodes
 // down) Lock keeps retrying until ctx ends; its error then also wraps the
-// last *QuorumError. ctx's deadline bounds every node call; a cancellation
-// is seen at once, except by a call made to one node alone (every call of a
-// Client of one master, and a waiter's probe of the tie-breaker) while that
-// node answers in its usual time: such a call runs on Lock's own goroutine
-// and ends first, within the least node timeout (NodeTimeout; 100 ms by
-// default).
+// last *QuorumError, unless the nodes answered again after it (the lock
+// was held: a plain timeout). ctx's deadline bounds every node call; a
+// cancellation is seen at once, except by a call made to one node alone
+// (every call of a Client of one master, and a waiter's probe of the
+// tie-breaker) while that node answers in its usual time: such a call runs
+// on Lock's own goroutine and ends first, within the least node timeout
+// (NodeTimeout; 100 ms by default).
 func (m *Mutex) Lock(ctx context.Context) error {
 	_, err := m.lock(ctx, m.c.opts.Lease, true, true)
 	return err

@@ -285,7 +285,7 @@ const (
 // NodeErrorInfo describes one failed node call.
 type NodeErrorInfo struct {
 	Node int    // index in Options.Nodes
-	Addr string // the node's address
+	Addr string // the node's address, or a description with its index (a Sentinel failover client)
 	Op   NodeOp
 	Kind NodeErrorKind
 	Err  error

@@ -326,7 +326,7 @@ func nodeIdentity(n redis.UniversalClient) []string {
 // redis.NewFailoverClient returns: the real address comes from Sentinel.
 const failoverAddr = "FailoverClient"
 
-// nodeAddr is a node's address for error messages.
+// nodeAddr is a node's address for error messages and observers.
 func nodeAddr(n redis.UniversalClient) string {
 	switch c := n.(type) {
 	case *redis.Client:
@@ -338,4 +338,22 @@ func nodeAddr(n redis.UniversalClient) string {
 		return fmt.Sprintf("cluster %v", c.Options().Addrs)
 	}
 	return fmt.Sprintf("%T", n)
+}
+
+// distinctAddrs gives each node an address of its own: nodes whose client
+// shows no address (a Sentinel failover client, another kind of client)
+// share a description, and get their index beside it, so that an error
+// names the node and a metric labelled by address keeps one series a node.
+// Real addresses do not repeat: two clients of one server are refused.
+func distinctAddrs(addrs []string) []string {
+	seen := make(map[string]int, len(addrs))
+	for _, a := range addrs {
+		seen[a]++
+	}
+	for i, a := range addrs {
+		if seen[a] > 1 {
+			addrs[i] = fmt.Sprintf("%s, node %d", a, i)
+		}
+	}
+	return addrs
 }

@@ -77,8 +77,8 @@ func (s *Semaphore) Quorum() int { return s.quorum }
 // returns an error for which errors.Is(err, ctx.Err()) is true, and nothing
 // of the attempt is left on any node. While the quorum cannot be reached
 // (nodes down) it keeps retrying until ctx ends; its error then also wraps
-// the last *QuorumError. Bad n returns an error wrapping ErrInvalidArgument
-// and sends nothing.
+// the last *QuorumError, unless the nodes answered again after it. Bad n
+// returns an error wrapping ErrInvalidArgument and sends nothing.
 func (s *Semaphore) Acquire(ctx context.Context, n int) (*Permit, error) {
 	return s.acquire(ctx, n, s.c.opts.Lease, true, true)
 }

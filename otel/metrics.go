@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -112,7 +114,16 @@ func (m *instruments) lock(name string) string {
 	if m.lockLabel == nil {
 		return ""
 	}
-	return m.lockLabel(name)
+	return validUTF8(m.lockLabel(name))
+}
+
+// validUTF8 is v with each run of bytes that is not UTF-8 replaced by
+// U+FFFD (see WithLockLabel).
+func validUTF8(v string) string {
+	if utf8.ValidString(v) {
+		return v
+	}
+	return strings.ToValidUTF8(v, "\uFFFD")
 }
 
 // attrs returns the cached options for k, making them on first use.

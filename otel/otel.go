@@ -69,7 +69,10 @@ func WithTracerProvider(p trace.TracerProvider) Option {
 // WithLockLabel adds a "lock" attribute, valued f(name), to the metrics
 // about one lock (as relockprom.WithLockLabel does). f must map the
 // unbounded set of names to a small, bounded one: each value is a set of
-// time series in every backend the metrics reach.
+// time series in every backend the metrics reach. A value that is not
+// valid UTF-8 (names may hold any bytes) has each run of bytes that is not
+// replaced by U+FFFD, here and in WithSpanLockName: OTLP carries strings as
+// protobuf strings, and one that is not UTF-8 fails the whole export.
 func WithLockLabel(f func(name string) string) Option {
 	return func(c *config) { c.lockLabel = f }
 }

@@ -191,6 +191,33 @@ func TestLockLabelIsBounded(t *testing.T) {
 	}
 }
 
+// A lock name may hold any bytes; OTLP's protobuf strings must be UTF-8,
+// or the whole export fails: the label and the span attribute are made
+// valid.
+func TestLockNameThatIsNotUTF8(t *testing.T) {
+	s := newSDK(t, relockotel.WithLockLabel(relockotel.Prefix(":")), relockotel.WithSpanLockName(func(n string) string { return n }))
+	doEvents(context.Background(), s.inst.Observer(), "\xffor\xfe\xfd-ders:42")
+	m := collect(t, s.reader)
+	set := attribute.NewSet(attribute.String("outcome", "acquired"), attribute.String("lock", "\uFFFDor\uFFFD-ders"))
+	if got := m.value(t, "relock.acquire", set); got != 1 {
+		t.Fatalf("relock.acquire{lock=...} = %d; want 1", got)
+	}
+	named := 0
+	for _, span := range s.spans.GetSpans() {
+		for _, a := range span.Attributes {
+			if a.Key == "relock.lock" {
+				named++
+				if a.Value.AsString() != "\uFFFDor\uFFFD-ders:42" {
+					t.Errorf("span %s: relock.lock %q", span.Name, a.Value.AsString())
+				}
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatal("no span carries relock.lock")
+	}
+}
+
 // BenchmarkInstrumentationCycle is the cost of the events of one Do (two
 // attempts, a sleep, a node error) with the real SDK, spans sampled.
 func BenchmarkInstrumentationCycle(b *testing.B) {

@@ -42,7 +42,7 @@ const (
 func (i *Instrumentation) start(ctx context.Context, name, lockName string, attrs ...attribute.KeyValue) context.Context {
 	if i.cfg.spanName != nil {
 		if v := i.cfg.spanName(lockName); v != "" {
-			attrs = append(attrs, attrLock.String(v))
+			attrs = append(attrs, attrLock.String(validUTF8(v)))
 		}
 	}
 	ctx, span := i.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))

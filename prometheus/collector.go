@@ -20,6 +20,7 @@ package relockprom
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -69,7 +70,9 @@ type config struct {
 // calls, waits, sleeps, waiters, holds, releases, losses), valued f(name).
 // f must map the unbounded set of lock names to a small, bounded one (a
 // prefix such as "orders" for "orders:42", a tenant class): every distinct
-// value is a set of time series kept for the life of the process.
+// value is a set of time series kept for the life of the process. A value
+// that is not valid UTF-8 (names may hold any bytes) has each run of bytes
+// that is not replaced by U+FFFD, as Prometheus requires.
 func WithLockLabel(f func(name string) string) Option {
 	return func(c *config) { c.lockLabel = f }
 }
@@ -135,7 +138,10 @@ const (
 )
 
 // New returns a Collector; register it, and give its Observer to the
-// Clients to observe.
+// Clients to observe. New panics when the buckets given by an option are not
+// in increasing order, as client_golang does when it makes a histogram:
+// with a lock label it makes them at the first event of each label value,
+// in a hook, on a Client's goroutine, and New is the place to find out.
 func New(opts ...Option) *Collector {
 	cfg := config{
 		acquireBuckets:  DefaultAcquireBuckets,
@@ -146,6 +152,8 @@ func New(opts ...Option) *Collector {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	mustIncrease("WithAcquireBuckets", cfg.acquireBuckets)
+	mustIncrease("WithWaitBuckets", cfg.waitBuckets)
 	byLock := cfg.lockLabel
 	c := &Collector{}
 
@@ -324,3 +332,12 @@ func label[K ~string](k K) []string { return []string{string(k)} }
 // from the start.
 var attemptOutcomes = []lock.AttemptOutcome{lock.AttemptAcquired, lock.AttemptContended, lock.AttemptNoQuorum,
 	lock.AttemptLate, lock.AttemptCanceled, lock.AttemptProbeWon, lock.AttemptLost}
+
+// mustIncrease panics unless buckets, from option, are in increasing order.
+func mustIncrease(option string, buckets []float64) {
+	for i := 1; i < len(buckets); i++ {
+		if !(buckets[i] > buckets[i-1]) {
+			panic(fmt.Sprintf("relockprom: %s: bucket %v follows %v: the bounds must increase", option, buckets[i], buckets[i-1]))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package relockprom_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +162,37 @@ func TestLockLabelMapsNamesToABoundedLabel(t *testing.T) {
 	if got := value(t, families, "relock_node_errors_total", map[string]string{"node": "10.0.0.3:6379", "op": "acquire", "kind": "timeout"}); got != 3 {
 		t.Fatalf("node errors %v; want 3", got)
 	}
+}
+
+// A lock name may hold any bytes; a label value must be UTF-8, or
+// client_golang panics in the hook, on the Client's goroutine.
+func TestLockLabelOfANameThatIsNotUTF8(t *testing.T) {
+	c, reg := registered(t, relockprom.WithLockLabel(relockprom.Prefix(":")))
+	cycleEvents(c.Observer(), "\xffor\xfe\xfders:42")
+	families := gather(t, reg)
+	if got := value(t, families, "relock_acquire_total", map[string]string{"outcome": "acquired", "lock": "\uFFFDor\uFFFDers"}); got != 1 {
+		t.Fatalf("acquired for the name's label: %v; want 1", got)
+	}
+}
+
+// Buckets out of order panic in New, with or without a lock label, not at
+// the first event of a label value, in a hook.
+func TestBucketsOutOfOrderPanicInNew(t *testing.T) {
+	for _, opts := range [][]relockprom.Option{
+		{relockprom.WithAcquireBuckets([]float64{2, 1})},
+		{relockprom.WithWaitBuckets([]float64{1, 1})},
+		{relockprom.WithWaitBuckets([]float64{2, 1}), relockprom.WithLockLabel(relockprom.Prefix(":"))},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "must increase") {
+					t.Errorf("New: recovered %v; want a panic about the buckets", r)
+				}
+			}()
+			relockprom.New(opts...)
+		}()
+	}
+	relockprom.New(relockprom.WithWaitBuckets([]float64{.1, 1}), relockprom.WithAcquireBuckets(nil)) // fine
 }
 
 func TestPrefix(t *testing.T) {

@@ -1,6 +1,11 @@
 package relockprom
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // vec is a client_golang metric vector whose children are M.
 type vec[M any] interface {
@@ -46,7 +51,18 @@ func (f *family[K, M]) with(k K, name string) M {
 		}
 		return f.vec.WithLabelValues(f.values(k)...) // a value this version does not know yet
 	}
-	return f.vec.WithLabelValues(append(f.values(k), f.byLock(name))...)
+	return f.vec.WithLabelValues(append(f.values(k), lockLabelValue(f.byLock(name)))...)
+}
+
+// lockLabelValue is v made a valid label value: a lock name may hold any
+// bytes, and so may a label made from it, but client_golang panics (on the
+// Client's own goroutine, in a hook) at a label value that is not UTF-8.
+// Each run of bytes that is not becomes one U+FFFD.
+func lockLabelValue(v string) string {
+	if utf8.ValidString(v) {
+		return v
+	}
+	return strings.ToValidUTF8(v, "\uFFFD")
 }
 
 func counters(name, help string) func([]string) vec[prometheus.Counter] {
