@@ -363,6 +363,54 @@ func TestPubSubSubscribeWithNodeDown(t *testing.T) {
 	}
 }
 
+// TestPubSubSubscribeAfterAnOutageIsConfirmedAtOnce: once a node that was
+// down answers again, its channels are confirmed again, so a Subscribe to
+// a channel already wanted returns at once. Before 2026-12-04 only a barrier
+// sent while the node was down tried to confirm them; it failed, and the
+// reader's redial sent none: each such Subscribe waited out
+// SubscribeTimeout, until some other channel came or went.
+func TestPubSubSubscribeAfterAnOutageIsConfirmedAtOnce(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 60*time.Second)
+	const timeout = 10 * time.Second
+	// No health PING within the test: its answer would confirm the
+	// channels too (after 3 s, the default interval).
+	b := newPubSubBroker(t, pubsub.Options{SubscribeTimeout: timeout, HealthCheckInterval: time.Minute})
+	ch := pubsubChannel(t, 0)
+	subscribeAll(t, b, []string{ch}, 1)
+
+	const down = 1
+	if err := cluster.Nodes[down].Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the outage is seen", func() error {
+		if s := b.Stats(); s.Disconnects < 1 {
+			return fmt.Errorf("stats %+v", s)
+		}
+		return nil
+	})
+	if err := cluster.Nodes[down].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the connection is back", func() error {
+		if s := b.Stats(); s.Reconnects < 1 {
+			return fmt.Errorf("stats %+v", s)
+		}
+		return nil
+	})
+	start := time.Now()
+	w, err := b.Subscribe(ctx, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	took := time.Since(start)
+	t.Logf("Subscribe after the outage: %v", took)
+	if took > timeout/2 {
+		t.Fatalf("Subscribe after the outage took %v: given up on after SubscribeTimeout (%v), not confirmed by a barrier", took, timeout)
+	}
+}
+
 // TestPubSubLateConfirmationWakesOneWaiter: a node that confirms a
 // subscription after Subscribe stopped waiting for it may have missed a
 // release published in between, so its confirmation wakes one waiter of

@@ -197,8 +197,9 @@ func (p *Permit) ValidUntil() time.Time { return p.h.validTill() }
 
 // Lost returns a channel that is closed when the permits are lost: their
 // lease ran out without renewal, or too many nodes no longer have them for
-// the quorum. It is closed no later than ValidUntil, and is closed once the
-// Permit is released.
+// the quorum. It is closed no later than ValidUntil. Once the Permit is
+// released it returns a closed channel; a channel it returned before stays
+// open, unless the permits were lost first.
 func (p *Permit) Lost() <-chan struct{} { return p.h.lostChan() }
 
 // Release gives the permits back on every node and wakes waiters. It

@@ -161,24 +161,47 @@ func (n *node) syncChannels(active map[string]bool) {
 
 	// go-redis updates its channel set even when the command fails: a failed
 	// UNSUBSCRIBE is not resubscribed by a redial, a failed SUBSCRIBE is.
+	// But a failed command redials inside the call, and a SUBSCRIBE adds its
+	// channels to the set only after that: the connection it leaves behind
+	// may lack them. A second SUBSCRIBE puts them there, on that connection
+	// or, failing too, on the one its own redial makes with them in the set.
+	// Either way the connection may be another one, where nothing confirmed
+	// on the old one holds: every channel is confirmed again (sendBarrier,
+	// next).
+	failed := false
 	if len(drop) > 0 {
-		ctx, cancel := context.WithTimeout(n.ctx, commandTimeout)
-		err := n.ps.Unsubscribe(ctx, drop...)
-		cancel()
+		err := n.command(func(ctx context.Context) error { return n.ps.Unsubscribe(ctx, drop...) })
 		for _, ch := range drop {
 			delete(active, ch)
 		}
+		failed = err != nil
 		n.logFailure("unsubscribe", err, len(drop))
 	}
 	if len(add) > 0 {
-		ctx, cancel := context.WithTimeout(n.ctx, commandTimeout)
-		err := n.ps.Subscribe(ctx, add...)
-		cancel()
+		subscribe := func(ctx context.Context) error { return n.ps.Subscribe(ctx, add...) }
+		err := n.command(subscribe)
+		if err != nil && n.ctx.Err() == nil {
+			failed = true
+			n.logFailure("subscribe", err, len(add))
+			err = n.command(subscribe)
+		}
 		for _, ch := range add {
 			active[ch] = true
 		}
 		n.logFailure("subscribe", err, len(add))
 	}
+	if failed {
+		n.mu.Lock()
+		n.subs.invalidate()
+		n.mu.Unlock()
+	}
+}
+
+// command runs one call into go-redis, bounded by commandTimeout.
+func (n *node) command(call func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(n.ctx, commandTimeout)
+	defer cancel()
+	return call(ctx)
 }
 
 func (n *node) sendBarrier(active map[string]bool) {
@@ -188,9 +211,7 @@ func (n *node) sendBarrier(active map[string]bool) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, commandTimeout)
-	err := n.ps.Ping(ctx, barrierPayload(seq))
-	cancel()
+	err := n.command(func(ctx context.Context) error { return n.ps.Ping(ctx, barrierPayload(seq)) })
 	if err != nil {
 		n.mu.Lock()
 		n.subs.barrierFailed(seq)

@@ -46,6 +46,12 @@ func (n *node) receiveLoop() {
 				redial.Reset()
 				n.log.Info("relock/pubsub: connection restored")
 				n.events.connectionChanged(n.index, false)
+				// The break left every channel unconfirmed, and the
+				// barrier the writer sent then failed with the node
+				// down: one now confirms them. Without it a Subscribe to
+				// a channel already wanted waited out SubscribeTimeout
+				// until some other channel came or went.
+				signal(n.kick)
 			}
 			up = true
 			n.handle(msg)

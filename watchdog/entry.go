@@ -13,7 +13,8 @@ type Entry struct {
 	// Guarded by w.mu.
 	validUntil time.Time
 	due        time.Time
-	index      int // position in the queue, -1 when not queued
+	retry      bool // the last renewal failed: due is its retry's
+	index      int  // position in the queue, -1 when not queued
 	stopped    bool
 	timer      *time.Timer // fires expire at validUntil
 }
@@ -38,9 +39,9 @@ func (e *Entry) Extend(validUntil time.Time) {
 	e.timer.Reset(e.untilLoss(validUntil))
 }
 
-// Stop ends the watch: no more renewals, and no loss callback after Stop
-// returns. It reports false when the entry had already stopped (lost,
-// stopped before, or its Watchdog closed).
+// Stop ends the watch: no more renewals, and, when it returns true, no loss
+// callback. It reports false when the entry had already stopped: lost (its
+// callback may still be starting), stopped before, or its Watchdog closed.
 func (e *Entry) Stop() bool {
 	e.w.mu.Lock()
 	defer e.w.mu.Unlock()
