@@ -379,25 +379,23 @@ func TestPubSubSubscribeAfterAnOutageIsConfirmedAtOnce(t *testing.T) {
 	ch := pubsubChannel(t, 0)
 	subscribeAll(t, b, []string{ch}, 1)
 
+	statsShow := func(what string, ok func(pubsub.Stats) bool) {
+		eventually(t, 10*time.Second, what, func() error {
+			if s := b.Stats(); !ok(s) {
+				return fmt.Errorf("stats %+v", s)
+			}
+			return nil
+		})
+	}
 	const down = 1
 	if err := cluster.Nodes[down].Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the outage is seen", func() error {
-		if s := b.Stats(); s.Disconnects < 1 {
-			return fmt.Errorf("stats %+v", s)
-		}
-		return nil
-	})
+	statsShow("the outage is seen", func(s pubsub.Stats) bool { return s.Disconnects >= 1 })
 	if err := cluster.Nodes[down].Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the connection is back", func() error {
-		if s := b.Stats(); s.Reconnects < 1 {
-			return fmt.Errorf("stats %+v", s)
-		}
-		return nil
-	})
+	statsShow("the connection is back", func(s pubsub.Stats) bool { return s.Reconnects >= 1 })
 	start := time.Now()
 	w, err := b.Subscribe(ctx, ch)
 	if err != nil {
