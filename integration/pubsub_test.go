@@ -311,6 +311,34 @@ func TestPubSubClosedWaiterHandsWakeOn(t *testing.T) {
 	}
 }
 
+// TestPubSubPassOnWakesTheNextWaiter: a waiter that passes on (its owner
+// took a shared hold) wakes the next waiter, and Stats counts that wake;
+// with no one next it counts none. Before 2026-12-04 passing on gave the
+// waiter an uncounted wake and took it back on Close, counted: Wakes went
+// one down, from 0 to 2^64-1.
+func TestPubSubPassOnWakesTheNextWaiter(t *testing.T) {
+	reset(t)
+	b := newPubSubBroker(t, pubsub.Options{})
+	ch := pubsubChannel(t, 0)
+	alone := subscribeAll(t, b, []string{ch}, 1)[0]
+	alone.PassOn()
+	if s := b.Stats(); s.Wakes != 0 {
+		t.Fatalf("Wakes %d after a pass-on to no one; want 0", s.Wakes)
+	}
+
+	first := subscribeAll(t, b, []string{ch}, 1)[0]
+	second := subscribeAll(t, b, []string{ch}, 1)[0]
+	first.PassOn()
+	select {
+	case <-second.Wake():
+	case <-time.After(time.Second):
+		t.Fatal("the next waiter was not woken")
+	}
+	if s := b.Stats(); s.Wakes != 1 {
+		t.Fatalf("Wakes %d after one pass-on; want 1", s.Wakes)
+	}
+}
+
 func TestPubSubSubscribeWithNodeDown(t *testing.T) {
 	reset(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

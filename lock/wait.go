@@ -108,8 +108,7 @@ func (w *waiter) passOn() {
 	if w.sub == nil {
 		return
 	}
-	w.sub.GiveBack()
-	w.sub.Close()
+	w.sub.PassOn()
 }
 
 // giveUp drops the subscription share of a Lock that ends without the

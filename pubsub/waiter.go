@@ -53,6 +53,30 @@ func (w *Waiter) Close() {
 	}
 }
 
+// PassOn closes w, as Close does, and wakes the next waiter of its channel
+// as a release would: w's owner took a hold that others may share, and the
+// release that let it in may let the next one in too. A wake w still had
+// pending is that one, moved on (Stats counts it once).
+func (w *Waiter) PassOn() {
+	b := w.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.closed = true
+	if w.takeWake() {
+		b.reg.wakes-- // it moves on below, and counts where it lands
+	}
+	if b.reg.remove(w) {
+		if !b.closed {
+			b.unwantLater(w.channel)
+		}
+		return
+	}
+	b.reg.dispatch(w.channel, "")
+}
+
 // SetFirst sets whether w is woken before the other waiters of its channel
 // (in order of arrival among those that are): a lock waiter that holds the
 // lock's tie-breaker node is the one that must retry.
