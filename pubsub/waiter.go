@@ -40,24 +40,17 @@ func (w *Waiter) Wake() <-chan struct{} { return w.wake }
 // Options.Linger. A wake w received but did not consume is handed to
 // the next waiter of the channel. Close does not block on the network and is
 // idempotent.
-func (w *Waiter) Close() {
-	b := w.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if w.closed {
-		return
-	}
-	w.closed = true
-	if b.reg.remove(w) && !b.closed {
-		b.unwantLater(w.channel)
-	}
-}
+func (w *Waiter) Close() { w.leave(false) }
 
 // PassOn closes w, as Close does, and wakes the next waiter of its channel
 // as a release would: w's owner took a hold that others may share, and the
 // release that let it in may let the next one in too. A wake w still had
 // pending is that one, moved on (Stats counts it once).
-func (w *Waiter) PassOn() {
+func (w *Waiter) PassOn() { w.leave(true) }
+
+// leave drops w's share; with pass, the next waiter is woken whether w had
+// a wake pending or not.
+func (w *Waiter) leave(pass bool) {
 	b := w.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -65,16 +58,16 @@ func (w *Waiter) PassOn() {
 		return
 	}
 	w.closed = true
-	if w.takeWake() {
+	if pass && w.takeWake() {
 		b.reg.wakes-- // it moves on below, and counts where it lands
 	}
-	if b.reg.remove(w) {
-		if !b.closed {
-			b.unwantLater(w.channel)
-		}
-		return
+	last := b.reg.remove(w)
+	switch {
+	case last && !b.closed:
+		b.unwantLater(w.channel)
+	case !last && pass:
+		b.reg.dispatch(w.channel, "")
 	}
-	b.reg.dispatch(w.channel, "")
 }
 
 // SetFirst sets whether w is woken before the other waiters of its channel
