@@ -71,8 +71,14 @@ func (g *globals) resolve(getenv func(string) string) error {
 
 // connect makes go-redis clients for the nodes and a lock.Client over them
 // with opts (Nodes, KeyPrefix and NodeTimeout come from the globals). It
-// contacts no node. The returned function closes both.
+// contacts no node. The returned function closes both. A command without a
+// --lease (inspect, ls, unlock, bench) gets the library's default lease,
+// or the least the node timeout allows when that is longer: a lease the
+// user never set must not refuse their --node-timeout.
 func (g *globals) connect(opts lock.Options) (*lock.Client, func(), error) {
+	if opts.Lease == 0 {
+		opts.Lease = max(lock.DefaultLease, 10*g.nodeTimeout)
+	}
 	clients := make([]redis.UniversalClient, len(g.nodes.opts))
 	for i, o := range g.nodes.opts {
 		o := *o // each client initialises its own copy

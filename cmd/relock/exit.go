@@ -17,7 +17,7 @@ const (
 	exitNodes       = 4   // the nodes failed: unreachable, no quorum, or a Redis error
 	exitCannotRun   = 126 // run: CMD was found but could not be started (as in the shells, env, nohup)
 	exitNotFound    = 127 // run: CMD was not found
-	exitSignalBase  = 128 // run: CMD was killed by signal N, or relock by N while waiting: 128+N
+	exitSignalBase  = 128 // 128+N: run's CMD killed by signal N, or relock stopped by N (run while waiting)
 )
 
 // exitCodesHelp is the exit status section of the help texts and the README.
@@ -32,7 +32,8 @@ const exitCodesHelp = `Exit status:
   126    run: CMD could not be started
   127    run: CMD was not found
   128+N  run: CMD was killed by signal N, or relock by signal N while it
-         waited for the lock
+         waited for the lock; another command: stopped by signal N
+         (SIGINT, SIGTERM)
   other  run: CMD's own exit status
 `
 

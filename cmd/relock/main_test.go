@@ -81,6 +81,19 @@ func TestUsageErrorsExitTwoBeforeAnyNode(t *testing.T) {
 	}
 }
 
+// A command without --lease takes a lease the node timeout allows; run's
+// --lease is checked against it in the flags' own names.
+func TestNodeTimeoutAndTheLeaseInTheFlagsNames(t *testing.T) {
+	code, _, errOut := call("127.0.0.1:1", "inspect", "--node-timeout", "10s", "x")
+	if code != exitNodes || strings.Contains(errOut, "Lease") {
+		t.Errorf("inspect --node-timeout 10s: exit %d, stderr %q; want %d (node 1 is reachable nowhere), no word of a lease", code, errOut, exitNodes)
+	}
+	code, _, errOut = call("127.0.0.1:1", "run", "--node-timeout", "10s", "x", "--", "true")
+	if code != exitUsage || !strings.Contains(errOut, "--lease 30s is below 10 × --node-timeout (10s)") {
+		t.Errorf("run --node-timeout 10s: exit %d, stderr %q", code, errOut)
+	}
+}
+
 func TestRunOfAMissingCommandExits127WithoutLocking(t *testing.T) {
 	code, _, errOut := call("127.0.0.1:1", "run", "name", "--", "relock-no-such-command")
 	if code != exitNotFound || !strings.Contains(errOut, "not found") {

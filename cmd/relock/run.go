@@ -89,6 +89,10 @@ func (f *runFlags) run(ctx context.Context, e *env, g *globals, waitSet bool, ar
 		return usagef("--lease %v is not positive", f.lease)
 	case f.killAfter < 0:
 		return usagef("--kill-after %v is negative", f.killAfter)
+	case f.lease < 10*g.nodeTimeout:
+		// The library's rule, in the flags' names (its own message names
+		// its Options' fields).
+		return usagef("--lease %v is below 10 × --node-timeout (%v)", f.lease, g.nodeTimeout)
 	}
 	name, argv := args[0], args[1:]
 	// Not found, or not a program: say so before taking the lock.
