@@ -123,6 +123,27 @@ func TestReentrantNodeRedialsAfterItsConnectionIsKilled(t *testing.T) {
 	require.Len(t, ids, 1, "the killed connection was dropped, one new one kept")
 }
 
+// A connection answered READONLY (the node was demoted) goes back to the
+// pool, which drops it, as go-redis does: go-redis marks such a Conn bad,
+// and before 2026-12-04 the node kept it, and every trip on it failed
+// with the READONLY wrapped until it went 100 ms unused, also once the
+// node was a master again.
+func TestReentrantNodeDropsAConnectionAnsweredReadOnly(t *testing.T) {
+	const name = "kept-readonly"
+	node, _, direct := keptConnNode(t, name, nil)
+	key := mustKey(t, name)
+	var seq int64
+	require.NoError(t, cycle(t, node, key, "c:readonly", &seq))
+
+	// A replica of a master that is not there: it answers writes READONLY.
+	require.NoError(t, direct.Do(t.Context(), "REPLICAOF", "127.0.0.1", "1").Err())
+	t.Cleanup(func() { _ = direct.Do(context.Background(), "REPLICAOF", "NO", "ONE").Err() })
+	_, err := node.Acquire(t.Context(), opFor(key, "c:readonly", 1, &seq))
+	require.True(t, redis.IsReadOnlyError(err), "a demoted node's answer: %v", err)
+	require.NoError(t, direct.Do(t.Context(), "REPLICAOF", "NO", "ONE").Err())
+	require.NoError(t, cycle(t, node, key, "c:readonly", &seq), "a master again, it takes the next trip")
+}
+
 func TestReentrantNodeGivesBackAConnectionIdleTooLong(t *testing.T) {
 	// Redis closes a client idle for its timeout (CONFIG SET timeout, in
 	// whole seconds); a kept connection idle for keptIdle (well under a

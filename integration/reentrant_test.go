@@ -182,6 +182,44 @@ func TestReentrantFullReleasePublishesOnce(t *testing.T) {
 	require.Equal(t, []string{"full"}, payloads, "exactly one message, for the full release")
 }
 
+// TestReentrantLateRenewalKeepsANewerLongerLease: a renewal sent before the
+// owner's Unlock, landing after the Unlock and a LockFor of a longer lease,
+// leaves the new hold's expiry alone, for a Mutex's hold and a read hold.
+// Before 2026-12-04 it set the expiry to its own, shorter lease: the node
+// let the new hold go long before its owner's validity ended.
+func TestReentrantLateRenewalKeepsANewerLongerLease(t *testing.T) {
+	for _, mode := range []reentrant.Mode{reentrant.Exclusive, reentrant.Read} {
+		node, direct := singleNode(t)
+		ctx := t.Context()
+		key := mustKey(t, fmt.Sprintf("late-renewal-%d", mode))
+		var seq int64
+		op := func(count int64, lease time.Duration) reentrant.Op {
+			o := opFor(key, "c:alice", count, &seq)
+			o.Mode, o.Lease = mode, lease
+			return o
+		}
+		_, err := node.Acquire(ctx, op(1, 30*time.Second))
+		require.NoError(t, err)
+		late := op(1, 30*time.Second) // the watchdog's, delayed on the wire
+		_, err = node.Release(ctx, op(0, 30*time.Second), "r")
+		require.NoError(t, err)
+		a, err := node.Acquire(ctx, op(1, 5*time.Minute))
+		require.NoError(t, err)
+		require.True(t, a.Acquired)
+
+		held, err := node.Renew(ctx, late)
+		require.NoError(t, err)
+		require.True(t, held, "the owner holds the lock here")
+		left := direct.PTTL(ctx, key.Lock).Val()
+		if mode == reentrant.Read {
+			ends := direct.ZScore(ctx, key.ReadLeases(), "c:alice").Val()
+			now := direct.Time(ctx).Val()
+			left = time.Duration(ends-float64(now.UnixMilli())) * time.Millisecond
+		}
+		require.Greater(t, left, 4*time.Minute, "mode %d: the late renewal shortened the 5 min lease to %v", mode, left)
+	}
+}
+
 func TestReentrantRenewExtendsLease(t *testing.T) {
 	node, direct := singleNode(t)
 	ctx := t.Context()

@@ -17,9 +17,16 @@ if not held then
   return 0
 end
 if seq > last then
-  last = seq -- a renewal older than the last operation keeps that one's count
+  last = seq
 else
+  -- Older than the owner's last operation here: that one's count stays, and
+  -- its lease end if later (see renew.lua: a newer read hold of a longer
+  -- lease must not end sooner on this node than its owner counts).
   count = held
+  local ends = tonumber(redis.call('ZSCORE', leases, owner))
+  if ends then
+    lease = math.max(lease, ends - now)
+  end
 end
 setReader(readers, leases, owner, count, last, now, lease)
 return 1

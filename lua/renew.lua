@@ -10,11 +10,22 @@
 -- A renewal needs no tombstone (see acquire.lua): it never creates a lock,
 -- so one delayed past the owner's release finds a free key, or another
 -- owner's, and answers 0 without a change. One delayed past the owner's
--- release AND its next acquire finds the owner's new hold and extends it to
--- the renewal's lease. That stays the owner's own lock and its next
--- release deletes it; only a new hold with a shorter explicit lease that
--- the owner lets run out instead lingers on that node until the renewal's
--- lease ends (telling the holds apart would need one more key per renewal).
+-- release AND its next acquire finds the owner's new hold, and extends it to
+-- the renewal's lease, never shortens it: that stays the owner's own lock
+-- and its next release deletes it; only a new hold with a shorter explicit
+-- lease that the owner lets run out instead lingers on that node until the
+-- renewal's lease ends (telling the holds apart would need one more key per
+-- renewal).
+--
+-- A renewal older than the owner's last operation here (seq <= last) changes
+-- neither the count nor, if that operation's expiry is later, the expiry:
+-- that operation set both, for a hold of its own lease, which may be longer
+-- (a LockFor after an Unlock). Before 2026-12-04 such a renewal set the
+-- expiry to its own lease, shortening the new hold on the node below the
+-- validity its owner counts: on a quorum, another owner could take the
+-- lock while it still held it. An expiry of lease from now, or a later
+-- one, still covers what the renewal's sender counts (from its sending,
+-- before it landed).
 local key, owner = KEYS[1], ARGV[1]
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 -- The values stored go as the strings the client sent (decimal integers),
@@ -28,8 +39,9 @@ if not held then
   return 0
 end
 if seq > last then
-  -- A renewal older than the last operation must not undo that operation's count.
   redis.call('HSET', key, owner, countArg, owner .. '/seq', seqArg)
+elseif redis.call('PTTL', key) >= lease then
+  return 1 -- older than the last operation, which set a later expiry
 end
 redis.call('PEXPIRE', key, leaseArg)
 return 1

@@ -239,12 +239,18 @@
  * commands, state and replies, so only the lines changed. Then
  * acquire.lua's nine flags (ARGV[5], [6], [8] to [14]) became one
  * argument, ARGV[5], a character each, and the ticket ARGV[6]: the same
- * decisions, so only the lines changed.
+ * decisions, so only the lines changed. On 2026-12-04 renew.lua stopped
+ * shortening a later expiry with a renewal older than the owner's last
+ * operation (a LockFor of a longer lease after the Unlock that followed
+ * the renewal's sending): it sets the expiry only if PTTL is below its
+ * lease. The model has one lease length, every TTL at most NL, so that is
+ * REN's NL as before: only the line changed (the case needs two leases,
+ * TestReentrantLateRenewalKeepsANewerLongerLease checks it).
  */
 /* checksum lua/prelude.lua sha256:2bbc679f7c6ffd1be7810c59256f1d1ca568cc11df0d0ae0bf4ca1c5dd1bf9c3 */
 /* checksum lua/acquire.lua sha256:713438e0747baec5420ce0606a7ef2509166c681fee44bbbbb59d06fe9a65fd6 */
 /* checksum lua/release.lua sha256:4656899753d500fadf206c86e0999a1f6d2ae2fb3e8f375cb65a57a34a7fac10 */
-/* checksum lua/renew.lua sha256:89653064f983445600e8cade2c969f618c93ec567630b0cd9cdfee55d7115346 */
+/* checksum lua/renew.lua sha256:8179278940225cb82a163f0e8b8ff661d6a6237706b5d18943ffa75917d5f5da */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 /* checksum lua/forceunlock.lua sha256:56ae7ce00446c750cb930f66bf8bf0f3270aef66ffb2474617e339b62ba04224 */
 /* checksum lua/inspect.lua sha256:f83ce7a799bb20ce0d67385965617db7bd34ed952ae130038a7e06b246bb7ef3 */
@@ -676,7 +682,10 @@ inline script(d, p, k, sq, c, fl) {
 		:: ncnt[e] == 0 -> r = R_NOTHELD /* not held: return 0 */
 		:: else ->
 			if :: sq > nseq[e] -> ncnt[e] = c; nseq[e] = sq :: else -> skip fi;
-			nttl[d] = NL;          /* PEXPIRE key lease, return 1 */
+			/* PEXPIRE key lease, return 1; a renewal older than the
+			 * last operation only if PTTL is below the lease, which
+			 * every TTL here is (one lease length, NL the longest) */
+			nttl[d] = NL;
 			r = R_OK
 		fi
 	:: k == FEN ->

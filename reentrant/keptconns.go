@@ -180,8 +180,12 @@ func giveBack(kept []keptConn) {
 }
 
 // brokeConn reports whether err, a call's failure, may have left its
-// connection unusable: any failure but the server's own answer.
+// connection unusable: any failure but the server's own answer, and the one
+// answer go-redis drops a connection after, READONLY (the node was demoted:
+// an address by name may lead elsewhere now). go-redis marks a Conn that got
+// it bad, and the Conn then fails every later call with it wrapped, so one
+// kept failed each call until it went 100 ms unused.
 func brokeConn(err error) bool {
 	var server redis.Error
-	return err != nil && !errors.As(err, &server)
+	return err != nil && (!errors.As(err, &server) || redis.IsReadOnlyError(err))
 }
