@@ -220,6 +220,60 @@ func TestReentrantLateRenewalKeepsANewerLongerLease(t *testing.T) {
 	}
 }
 
+// fairOp is a fair lock's acquire or release of owner on key, with ticket
+// and lease.
+func fairOp(key reentrant.Key, owner string, count, ticket int64, lease time.Duration, seq *int64) reentrant.Op {
+	o := opFor(key, owner, count, seq)
+	o.Fair, o.Ticket, o.Lease = true, ticket, lease
+	return o
+}
+
+// TestReentrantFairTryLockLeavesAStaleEntry: a fair lock's owner that a
+// stale entry names at the head of the queue (its Lock gave up, and the
+// leave did not land) takes the lock with a TryLock (no ticket) and leaves
+// the queue. Before 2026-12-04 only its deadline went: the entry stayed with
+// none, which no purge drops, and every release named that owner again.
+func TestReentrantFairTryLockLeavesAStaleEntry(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "fair-stale-entry")
+	var seq int64
+	require.NoError(t, direct.ZAdd(ctx, key.Queue, redis.Z{Score: 1, Member: "c:x"}).Err())
+	require.NoError(t, direct.ZAdd(ctx, key.QueueDeadlines, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "c:x"}).Err())
+	a, err := node.Acquire(ctx, fairOp(key, "c:x", 1, 0, 30*time.Second, &seq))
+	require.NoError(t, err)
+	require.True(t, a.Acquired)
+	require.Equal(t, redis.Nil, direct.ZScore(ctx, key.Queue, "c:x").Err(), "the owner left the queue")
+	require.Equal(t, redis.Nil, direct.ZScore(ctx, key.QueueDeadlines, "c:x").Err(), "and its deadline")
+}
+
+// TestReentrantFairQueueOutlivesItsLatestDeadline: a waiter of a short
+// lease joining a fair lock's queue does not shorten the queue, nor its
+// deadlines, below the deadline of a waiter before it. Before 2026-12-04 it
+// set both to its own span, and once they expired the waiters before it
+// lost their place in line.
+func TestReentrantFairQueueOutlivesItsLatestDeadline(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "fair-queue-ttl")
+	var seq int64
+	_, err := node.Acquire(ctx, fairOp(key, "c:holder", 1, 0, 30*time.Second, &seq))
+	require.NoError(t, err)
+	for _, w := range []struct {
+		owner  string
+		ticket int64
+		lease  time.Duration
+	}{{"c:long", 10, 30 * time.Second}, {"c:short", 20, 500 * time.Millisecond}} {
+		a, err := node.Acquire(ctx, fairOp(key, w.owner, 1, w.ticket, w.lease, &seq))
+		require.NoError(t, err)
+		require.False(t, a.Acquired, w.owner)
+	}
+	for _, k := range []string{key.Queue, key.QueueDeadlines} {
+		// c:long's span: the holder's 30 s and its own 30 s.
+		require.Greater(t, direct.PTTL(ctx, k).Val(), 55*time.Second, "%s shortened by the short-lease waiter", k)
+	}
+}
+
 func TestReentrantRenewExtendsLease(t *testing.T) {
 	node, direct := singleNode(t)
 	ctx := t.Context()

@@ -223,8 +223,11 @@ end
 -- the waiter (lease ms) more: a waiter still waiting by then retries, and
 -- joins again. For a fair lock, deadlines is the key of the entries' deadlines
 -- (see aheadOf): the owner's is set to that same span from now, so each
--- attempt of a live waiter moves it on. Another type at the queue's key is
--- foreign data.
+-- attempt of a live waiter moves it on, and the two keys live as long as
+-- their latest deadline: a waiter of a shorter lease does not shorten them
+-- (before 2026-12-04 it did, and with them went the place in line of the
+-- waiters before it). A Mutex's queue is a hint, which the last waiter's
+-- span serves. Another type at either key is foreign data.
 local function enqueue(queue, owner, ticket, ttl, lease, deadlines)
   if ticket <= 0 then
     return
@@ -234,18 +237,30 @@ local function enqueue(queue, owner, ticket, ttl, lease, deadlines)
     foreign(queue, 'queue')
   end
   local span = math.max(ttl, 0) + lease
-  redis.call('PEXPIRE', queue, span)
-  if deadlines then
-    redis.call('ZADD', deadlines, serverTime() + span, owner)
-    redis.call('PEXPIRE', deadlines, span)
+  if not deadlines then
+    redis.call('PEXPIRE', queue, span)
+    return
+  end
+  if not attempt('ZADD', deadlines, serverTime() + span, owner) then
+    foreign(deadlines, 'deadlines')
+  end
+  for _, k in ipairs({queue, deadlines}) do
+    if redis.call('PTTL', k) < span then
+      redis.call('PEXPIRE', k, span)
+    end
   end
 end
 
 -- dequeue takes a waiting owner (ticket > 0) that has taken the lock out of
 -- the queue, if a release has not already, and out of the deadlines of a
--- fair lock's queue (deadlines, when given).
+-- fair lock's queue (deadlines, when given). A fair lock's owner leaves its
+-- queue whatever its ticket: a TryLock (ticket 0) of an owner a stale entry
+-- still names there (a Lock that gave up and whose leave did not land)
+-- would otherwise leave that entry without a deadline, which no purge then
+-- drops, and every later release would name that owner, holding up the
+-- others for as long as any of them kept asking.
 local function dequeue(queue, owner, ticket, deadlines)
-  if ticket > 0 then
+  if ticket > 0 or deadlines then
     attempt('ZREM', queue, owner)
   end
   if deadlines then

@@ -245,9 +245,13 @@
  * the renewal's sending): it sets the expiry only if PTTL is below its
  * lease. The model has one lease length, every TTL at most NL, so that is
  * REN's NL as before: only the line changed (the case needs two leases,
- * TestReentrantLateRenewalKeepsANewerLongerLease checks it).
+ * TestReentrantLateRenewalKeepsANewerLongerLease checks it). The same day
+ * prelude.lua's fair queue stopped losing entries and time: a fair lock's
+ * owner leaves its queue whatever its ticket, and a waiter of a short lease
+ * no longer shortens the queue's keys. The fair queue is not modelled, so
+ * only the line changed.
  */
-/* checksum lua/prelude.lua sha256:2bbc679f7c6ffd1be7810c59256f1d1ca568cc11df0d0ae0bf4ca1c5dd1bf9c3 */
+/* checksum lua/prelude.lua sha256:5b05895c7346ee7c76d012078e4256374196c1304ab488486d101861c6db7ef5 */
 /* checksum lua/acquire.lua sha256:713438e0747baec5420ce0606a7ef2509166c681fee44bbbbb59d06fe9a65fd6 */
 /* checksum lua/release.lua sha256:4656899753d500fadf206c86e0999a1f6d2ae2fb3e8f375cb65a57a34a7fac10 */
 /* checksum lua/renew.lua sha256:8179278940225cb82a163f0e8b8ff661d6a6237706b5d18943ffa75917d5f5da */
