@@ -534,3 +534,27 @@ func TestAttemptsWhileNodesDownStayBounded(t *testing.T) {
 	}
 	requireFree(t, 3, name, 2*time.Second)
 }
+
+// TestConcurrentCloseWaitsForTheFirst: a Close while another runs returns
+// once that one has done its work (here, the release of a hold on a node
+// that is paused, which waits a tenth of the lease). Before 2026-12-04 it
+// returned nil at once, before the first had released anything.
+func TestConcurrentCloseWaitsForTheFirst(t *testing.T) {
+	reset(t)
+	ctx := ctxFor(t, 20*time.Second)
+	var released atomic.Int32
+	c := newLockClient(t, 1, lock.Options{Observer: &lock.Observer{
+		Release: func(context.Context, lock.ReleaseInfo) { released.Add(1) },
+	}})
+	require.NoError(t, c.NewMutex("close-twice").Lock(ctx))
+	require.NoError(t, cluster.Nodes[0].Pause(ctx))
+	t.Cleanup(func() { _ = cluster.Nodes[0].Unpause(context.Background()) })
+
+	first := make(chan error, 1)
+	go func() { first <- c.Close() }()
+	time.Sleep(100 * time.Millisecond) // the first Close is releasing
+	require.NoError(t, c.Close())
+	require.Equal(t, int32(1), released.Load(), "the second Close returned before the first released the hold")
+	require.NoError(t, cluster.Nodes[0].Unpause(ctx))
+	<-first
+}

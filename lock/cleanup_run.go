@@ -320,28 +320,46 @@ func (h *hold) repairOp(node int) (op reentrant.Op, ok, busy bool) {
 }
 
 // flush takes every queued release, whatever its due time, and returns
-// the call that sends them in one round trip (nil when there are none):
-// Close takes them before it stops the drainers and sends them after, so
-// that an attempt that failed just before Close is still taken back at once
-// rather than left to its lease. Repairs are dropped: the holds are
-// released. The send has its own context: the Client's has ended by then.
+// the call that sends them (nil when there are none): Close takes them
+// before it stops the drainers and sends them after, so that an attempt
+// that failed just before Close is still taken back at once rather than
+// left to its lease. Repairs are dropped: the holds are released. The
+// releases go in round trips of maxCleanupBatch, one after the other, each
+// bounded as a drainer's round is (roundTimeout): before 2026-12-04 one
+// round carried the first 1,000 and Close dropped the rest, and its
+// timeout was a release's, which never lands behind a link slower than
+// that (see roundTimeout). The sends have their own context: the Client's
+// has ended by then.
 func (w *cleaner) flush() func() {
-	w.mu.Lock()
-	var changes []reentrant.Change
-	for _, e := range w.pending {
-		if e.release.Owner != "" && len(changes) < maxCleanupBatch {
-			changes = append(changes, *w.releaseChange(e.release))
-		}
-	}
-	w.mu.Unlock()
-	if len(changes) == 0 {
+	batches := w.flushBatches()
+	if len(batches) == 0 {
 		return nil
 	}
+	timeout := w.roundTimeout()
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), w.c.callTimeout(w.node))
-		defer cancel()
-		w.c.nodes[w.node].Apply(ctx, changes)
+		for _, changes := range batches {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			w.c.nodes[w.node].Apply(ctx, changes)
+			cancel()
+		}
 	}
+}
+
+// flushBatches is every queued release, in batches of maxCleanupBatch.
+func (w *cleaner) flushBatches() [][]reentrant.Change {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var batches [][]reentrant.Change
+	for _, e := range w.pending {
+		if e.release.Owner == "" {
+			continue
+		}
+		if n := len(batches); n == 0 || len(batches[n-1]) == maxCleanupBatch {
+			batches = append(batches, make([]reentrant.Change, 0, min(maxCleanupBatch, len(w.pending))))
+		}
+		batches[len(batches)-1] = append(batches[len(batches)-1], *w.releaseChange(e.release))
+	}
+	return batches
 }
 
 // releaseChange is the change that sends op's release to this cleaner's

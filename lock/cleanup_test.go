@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -230,6 +231,32 @@ func TestCleanupSendsAKeptReleaseOneLastTimeAtItsEnd(t *testing.T) {
 	w.settle(round, []reentrant.ChangeResult{{Released: reentrant.NotHeld}})
 	if len(w.pending) != 0 {
 		t.Fatal("after its last send the release is done")
+	}
+}
+
+// Close's flush carries every queued release, in round trips of at most
+// maxCleanupBatch: before 2026-12-04 it took the first 1,000 and the rest
+// were dropped with the queue.
+func TestCleanupFlushCarriesEveryQueuedRelease(t *testing.T) {
+	c, w := idleCleaner()
+	const queued = 2*maxCleanupBatch + 500
+	for i := range queued {
+		op := testOp(3)
+		op.Owner = fmt.Sprintf("c:o%d", i)
+		c.releaseOn(op, []int{0}, time.Now().Add(time.Second))
+	}
+	batches := w.flushBatches()
+	sent := map[string]bool{}
+	for _, b := range batches {
+		if len(b) > maxCleanupBatch {
+			t.Fatalf("a round trip of %d changes; want at most %d", len(b), maxCleanupBatch)
+		}
+		for _, ch := range b {
+			sent[ch.Op.Owner] = true
+		}
+	}
+	if len(batches) != 3 || len(sent) != queued {
+		t.Fatalf("%d batches carrying %d releases; want 3 carrying all %d", len(batches), len(sent), queued)
 	}
 }
 

@@ -37,13 +37,14 @@ type Client struct {
 	// retries, repairs.
 	cleaners []*cleaner
 
-	life     context.Context // ends at Close: background work stops
-	stop     context.CancelFunc
-	inflight sync.WaitGroup // node calls, including those fanOut gave up on
-	workers  *workers.Pool  // the goroutines node calls run on
-	bg       sync.WaitGroup // the cleaners' drainers
-	ops      sync.WaitGroup // callers' operations in progress (begin/end)
-	closing  chan struct{}  // closed when Close begins: waiting Locks give up
+	life      context.Context // ends at Close: background work stops
+	stop      context.CancelFunc
+	inflight  sync.WaitGroup // node calls, including those fanOut gave up on
+	workers   *workers.Pool  // the goroutines node calls run on
+	bg        sync.WaitGroup // the cleaners' drainers
+	ops       sync.WaitGroup // callers' operations in progress (begin/end)
+	closing   chan struct{}  // closed when Close begins: waiting Locks give up
+	closeDone chan struct{}  // closed when Close has done its work
 
 	mu     sync.Mutex
 	closed bool
@@ -72,6 +73,7 @@ func New(opts Options) (*Client, error) {
 		quorum:     quorum(len(opts.Nodes)),
 		held:       make(map[*hold]struct{}),
 		closing:    make(chan struct{}),
+		closeDone:  make(chan struct{}),
 		waits:      newNodeWaits(opts),
 		workers:    workers.New(workerIdle),
 	}
@@ -141,7 +143,8 @@ func (c *Client) Nodes() (n, quorum int) { return len(c.nodes), c.quorum }
 // starts: a Lock waiting for the lock returns ErrClosed at once, and one
 // whose attempt wins while Close runs gives the hold back and returns
 // ErrClosed. It does not close the go-redis clients. It returns the errors
-// of the releases, if any.
+// of the releases, if any. A Close while another runs waits for that one to
+// finish, and returns nil, as every Close after it does.
 //
 // Unlike the operations, Close is not bounded by NodeTimeout: it waits for
 // the node calls still in flight, and a go-redis client without
@@ -153,11 +156,13 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.closeDone
 		return nil
 	}
 	c.closed = true
 	close(c.closing)
 	c.mu.Unlock()
+	defer close(c.closeDone)
 
 	// Operations that began before Close end soon: waiting Locks see
 	// closing, and every node call is bounded.

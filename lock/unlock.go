@@ -150,7 +150,14 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 		h.bury(buried, op.Lease)
 		h.mu.Unlock()
 	}
-	h.c.releaseOn(op, retry, deadline)
+	for _, i := range retry {
+		// The retry leaves the queue where the first send was to: without
+		// it (before 2026-12-04) a node that missed the Unlock kept the
+		// owner queued, and its releases named a waiter that was gone.
+		again := op
+		again.LeaveQueue = leave.has(i)
+		h.c.releaseOn(again, []int{i}, deadline)
+	}
 	t.reached, t.agreed = agreed+notHeld, agreed
 
 	switch {
