@@ -523,6 +523,36 @@ func TestRenewalRepairsANodeThatLostTheLock(t *testing.T) {
 	requireFree(t, 3, "repaired", time.Second)
 }
 
+// TestRenewalWaitsForTheSlowNodeOfABareQuorum: a lock held on two of three
+// nodes (the third flushed) is renewed, and the third repaired, though one
+// of the two answers slower than the fixed node timeout: the fast "not
+// held" of the flushed node does not count towards the quorum after which
+// the renewal stops waiting for the others. Before 2026-12-04 it did: the
+// slow node was cut off at the node timeout, round after round, and the
+// lock was lost at its deadline.
+func TestRenewalWaitsForTheSlowNodeOfABareQuorum(t *testing.T) {
+	c := reset(t)
+	lc := shortLeaseClient(t, 3)
+	ctx := ctxFor(t, 10*time.Second)
+	m := lc.NewMutex("bare-quorum")
+	require.NoError(t, m.Lock(ctx))
+	// One renewal first: every node has renew.lua cached then, and the
+	// renewals below cost one round trip each (a first one behind the slow
+	// link would pay EVALSHA's NOSCRIPT and EVAL's, two).
+	waitUntil(t, 2*shortLease, "no renewal", func() bool { return lc.Stats().Renewals > 0 })
+	require.NoError(t, c.Nodes[0].Direct().FlushAll(ctx).Err())
+	// Above the node timeout (100 ms), within a renewal's wait (4 × that).
+	require.NoError(t, c.Nodes[2].Slow(2*shortNodeTimeout))
+	t.Cleanup(func() { _ = c.Nodes[2].Heal() })
+	waitUntil(t, 2*shortLease, "node 0 not repaired", func() bool {
+		return holdersOn(t, 3, "bare-quorum")[0][m.Owner()] == 1
+	})
+	time.Sleep(shortLease) // past the lease the first acquisition gave
+	requireNotLost(t, m.Lost(), "a holder on a bare quorum with one slow node")
+	require.NoError(t, c.Nodes[2].Heal())
+	require.NoError(t, m.Unlock(ctx))
+}
+
 // TestRenewalSurvivesABlip: a majority unreachable for less than the time
 // left on the lease delays renewal but does not lose the lock.
 func TestRenewalSurvivesABlip(t *testing.T) {

@@ -17,14 +17,24 @@ import (
 func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcome {
 	ops := make([]reentrant.Op, len(values))
 	need := c.quorum // the largest quorum of the batch's holds
+	// The renewals sent, without those skipped this round (a zero Op):
+	// every answer a node gives is then about a lock it was asked to
+	// renew, and isAgreement can ask that it held them all (at[i] is
+	// ops[i]'s index in sent, -1 when skipped).
+	sent, at := make([]reentrant.Op, 0, len(values)), make([]int, len(values))
 	for i, v := range values {
 		h := v.(*hold)
 		ops[i] = h.renewOp()
 		need = max(need, h.kind.quorum)
+		at[i] = -1
+		if ops[i].Count > 0 {
+			at[i] = len(sent)
+			sent = append(sent, ops[i])
+		}
 	}
 	start := time.Now()
 	replies := fanOutTo(c, ctx, kindRenew, c.opts.Lease, -1, need, func(ctx context.Context, n *reentrant.Node) ([]reentrant.RenewResult, error) {
-		return n.RenewAll(ctx, ops), nil
+		return n.RenewAll(ctx, sent), nil
 	})
 	elapsed := time.Since(start)
 
@@ -32,15 +42,16 @@ func (c *Client) renewBatch(ctx context.Context, values []any) []watchdog.Outcom
 	renewed, lost := 0, 0
 	defer func() { c.renewed(ops, replies, renewed, lost, elapsed) }()
 	for i, op := range ops {
-		if op.Count == 0 {
+		j := at[i]
+		if j < 0 {
 			continue // not renewed this round; the watchdog retries shortly
 		}
 		held, notHeld := 0, 0
 		var repair []int
 		for _, r := range replies {
 			switch {
-			case r.err != nil || len(r.value) <= i || r.value[i].Err != nil:
-			case r.value[i].Held:
+			case r.err != nil || len(r.value) <= j || r.value[j].Err != nil:
+			case r.value[j].Held:
 				held++
 			default:
 				notHeld++

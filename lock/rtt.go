@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -177,14 +178,23 @@ func isAnswer(value any, err error) bool {
 
 // isAgreement reports whether an answer counts towards the quorum that
 // decides an operation: an acquire that took the lock, a release that found
-// the hold; any other answer (a read, a renewal batch) counts. A refusal or
-// a "not held" does not: with it in, the nodes still to answer may decide.
+// the hold, a renewal batch that found every hold; any other answer (a
+// read) counts. A refusal or a "not held" does not: with it in, the nodes
+// still to answer may decide.
 func isAgreement(value any) bool {
 	switch v := value.(type) {
 	case reentrant.Acquisition:
 		return v.Acquired
 	case reentrant.ReleaseResult:
 		return v != reentrant.NotHeld
+	case []reentrant.RenewResult:
+		// A batch agrees where it held every lock asked (renewBatch sends
+		// no skipped renewal): one "not held" leaves that lock to the
+		// nodes still to answer, which must then get their whole wait.
+		// Before 2026-12-04 any answer counted, and a lock held on a bare
+		// quorum, one of its nodes slower than its typical round trip,
+		// was cut off from that node's answer round after round, and lost.
+		return !slices.ContainsFunc(v, func(r reentrant.RenewResult) bool { return !r.Held })
 	}
 	return true
 }

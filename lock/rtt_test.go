@@ -211,6 +211,8 @@ func TestIsAgreement(t *testing.T) {
 		{reentrant.NotHeld, false},
 		{reentrant.Info{}, true},
 		{[]reentrant.RenewResult{{Held: true}}, true},
+		{[]reentrant.RenewResult{{Held: true}, {Held: false}}, false},
+		{[]reentrant.RenewResult{{Held: true}, {Err: context.Canceled}}, false},
 	} {
 		if got := isAgreement(tc.value); got != tc.want {
 			t.Errorf("isAgreement(%#v) = %v; want %v", tc.value, got, tc.want)
