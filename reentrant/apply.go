@@ -28,9 +28,11 @@ type ChangeResult struct {
 }
 
 // Apply sends many acquires and releases in one pipelined round trip, in
-// order: a later change of the same lock runs after an earlier one. The
-// i-th result answers changes[i]. Each change follows the rules of Acquire
-// or Release, sequence numbers included.
+// order: a later change of the same lock runs after an earlier one, except
+// after the node lost its script cache (a restart, SCRIPT FLUSH): the
+// changes whose script it lacked run again, in their order, after the others
+// ran (see recoverNoScript). The i-th result answers changes[i]. Each change
+// follows the rules of Acquire or Release, sequence numbers included.
 func (n *Node) Apply(ctx context.Context, changes []Change) []ChangeResult {
 	results := make([]ChangeResult, len(changes))
 	calls := make([]scriptCall, 0, len(changes))

@@ -46,8 +46,11 @@ const DefaultCallTimeout = time.Second
 // Calls made together share a round trip, which waits for its replies
 // callTimeout after it leaves (DefaultCallTimeout when not positive), or as
 // long as the most patient of its callers had left when it called if that
-// is longer (counted from the moment the trip leaves). A caller whose ctx
-// ends first stops waiting unless its call is already on the wire. Over a
+// is longer (counted from the moment the trip leaves), through a client
+// that ends a call at its context's deadline (ContextTimeoutEnabled): go-redis
+// ignores the deadline on another's socket reads, which its ReadTimeout
+// (3 s by default) ends instead. A caller whose ctx ends first stops
+// waiting unless its call is already on the wire. Over a
 // *redis.Client the node keeps a few of the pool's connections between its
 // round trips (DefaultPipelines at most, and half the pool's size), each
 // given back after 100 ms unused and all of them by Close.
