@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relock-go/relock/internal/backoff"
@@ -26,9 +27,9 @@ type cleaner struct {
 	running bool // a drainer goroutine is on the queue
 
 	// timedOut counts the rounds in a row that ran out of time; each one
-	// doubles the next round's timeout (see roundTimeout). Only the
-	// drainer goroutine touches it.
-	timedOut int
+	// doubles the next round's timeout (see roundTimeout). The drainer
+	// writes it; Close's flush reads it too, while a drainer may still run.
+	timedOut atomic.Int32
 }
 
 // cleanupKey names one owner's hold of one lock, of one kind: an owner's
@@ -111,7 +112,7 @@ const maxCleanupDoublings = 8
 // and each Unlock's missing node held until its lease ran out.
 func (w *cleaner) roundTimeout() time.Duration {
 	base := w.c.callTimeout(w.node)
-	return min(base<<min(w.timedOut, maxCleanupDoublings), max(base, w.c.opts.Lease/10))
+	return min(base<<min(w.timedOut.Load(), maxCleanupDoublings), max(base, w.c.opts.Lease/10))
 }
 
 // noteRound counts a round that ran out of time (every change that was
@@ -122,14 +123,14 @@ func (w *cleaner) noteRound(results []reentrant.ChangeResult) {
 	for _, r := range results {
 		switch {
 		case r.Err == nil:
-			w.timedOut = 0
+			w.timedOut.Store(0)
 			return
 		case errors.Is(asNodeTimeout(r.Err), ErrNodeTimeout):
 			timedOut = true
 		}
 	}
 	if timedOut {
-		w.timedOut++
+		w.timedOut.Add(1)
 	}
 }
 
