@@ -17,7 +17,7 @@ const NoExpiry time.Duration = -1
 // NodeState is one node's view of a lock.
 type NodeState struct {
 	Node int            // index in Options.Nodes
-	Addr string         // the node's address, or a description with its index (a Sentinel failover client)
+	Addr string         // the node's address
 	Info reentrant.Info // holders, counts, remaining lease, waiters
 	Err  error          // the node could not be read
 	// TieBreaker marks the name's tie-breaker node, which keeps the lock's

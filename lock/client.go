@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ type Client struct {
 	opts   Options
 	id     string // CLIENTID: the first half of every owner id
 	nodes  []*reentrant.Node
-	addrs  []string
+	addrs  []string // each node's address, or its client's description, for messages
+	labels []string // the same, made one a node (see distinctAddrs), for observers
 	quorum int
 	waits  *nodeWaits // how long to wait for each node (adaptive or fixed)
 	stats  counters
@@ -90,7 +92,7 @@ func New(opts Options) (*Client, error) {
 		c.addrs = append(c.addrs, nodeAddr(n))
 		c.cleaners = append(c.cleaners, newCleaner(c, len(c.cleaners)))
 	}
-	c.addrs = distinctAddrs(c.addrs)
+	c.labels = distinctAddrs(slices.Clone(c.addrs))
 	c.ident = newIdentifier(opts.Nodes, c.addrs, c.waits.firstContact(), opts.Logger)
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.dog = watchdog.New(c.renewBatch, watchdog.Options{Early: lossEarly, MaxBatch: renewBatchMax})

@@ -16,8 +16,8 @@ func TestPipelinesPerNode(t *testing.T) {
 }
 
 // Nodes whose clients show no address of their own (Sentinel failover
-// clients) get their index beside the description they share: an error, a
-// NodeState and a metric's node label tell them apart. New contacts no node.
+// clients) get their index beside the description they share, for the
+// observers: a metric's node label tells them apart. New contacts no node.
 func TestNodesWithoutAnAddressOfTheirOwnAreToldApart(t *testing.T) {
 	var nodes []redis.UniversalClient
 	for _, master := range []string{"a", "b", "c"} {
@@ -33,7 +33,7 @@ func TestNodesWithoutAnAddressOfTheirOwnAreToldApart(t *testing.T) {
 	}
 	defer func() { _ = c.Close() }()
 	want := []string{"sentinel failover client, node 0", "sentinel failover client, node 1", "sentinel failover client, node 2", "127.0.0.1:2"}
-	for i, a := range c.addrs {
+	for i, a := range c.labels {
 		if a != want[i] {
 			t.Errorf("node %d: address %q; want %q", i, a, want[i])
 		}

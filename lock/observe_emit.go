@@ -315,7 +315,7 @@ func (c *Client) noteCleanupErrors(node int, results []reentrant.ChangeResult) {
 }
 
 func (c *Client) nodeError(ctx context.Context, node int, op NodeOp, err error) {
-	c.obs.NodeError(ctx, NodeErrorInfo{Node: node, Addr: c.addrs[node], Op: op, Kind: nodeErrorKind(err), Err: err})
+	c.obs.NodeError(ctx, NodeErrorInfo{Node: node, Addr: c.labels[node], Op: op, Kind: nodeErrorKind(err), Err: err})
 }
 
 // nodeOpOf names the node call a fan-out of replies of type T makes.
@@ -380,7 +380,7 @@ func (c *Client) pubsubHook() func(node int, up bool) {
 	if f == nil {
 		return nil
 	}
-	return func(node int, up bool) { f(PubSubInfo{Node: node, Addr: c.addrs[node], Up: up}) }
+	return func(node int, up bool) { f(PubSubInfo{Node: node, Addr: c.labels[node], Up: up}) }
 }
 
 func isEOF(err error) bool {

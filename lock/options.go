@@ -340,11 +340,12 @@ func nodeAddr(n redis.UniversalClient) string {
 	return fmt.Sprintf("%T", n)
 }
 
-// distinctAddrs gives each node an address of its own: nodes whose client
-// shows no address (a Sentinel failover client, another kind of client)
-// share a description, and get their index beside it, so that an error
-// names the node and a metric labelled by address keeps one series a node.
-// Real addresses do not repeat: two clients of one server are refused.
+// distinctAddrs gives each node an address of its own, for observers: nodes
+// whose client shows no address (a Sentinel failover client, another kind of
+// client) share a description, and get their index beside it, so that a
+// metric labelled by address keeps one series a node. Messages name the
+// node by its index already, beside its plain address. Real addresses do
+// not repeat: two clients of one server are refused.
 func distinctAddrs(addrs []string) []string {
 	seen := make(map[string]int, len(addrs))
 	for _, a := range addrs {
