@@ -532,22 +532,27 @@ func TestRenewalRepairsANodeThatLostTheLock(t *testing.T) {
 // lock was lost at its deadline.
 func TestRenewalWaitsForTheSlowNodeOfABareQuorum(t *testing.T) {
 	c := reset(t)
-	lc := shortLeaseClient(t, 3)
-	ctx := ctxFor(t, 10*time.Second)
+	const (
+		lease       = 3 * time.Second
+		nodeTimeout = 200 * time.Millisecond // a renewal waits 4 × that
+	)
+	lc := newLockClient(t, 3, lock.Options{Lease: lease, NodeTimeout: nodeTimeout})
+	ctx := ctxFor(t, 30*time.Second)
 	m := lc.NewMutex("bare-quorum")
 	require.NoError(t, m.Lock(ctx))
 	// One renewal first: every node has renew.lua cached then, and the
 	// renewals below cost one round trip each (a first one behind the slow
 	// link would pay EVALSHA's NOSCRIPT and EVAL's, two).
-	waitUntil(t, 2*shortLease, "no renewal", func() bool { return lc.Stats().Renewals > 0 })
+	waitUntil(t, 2*lease, "no renewal", func() bool { return lc.Stats().Renewals > 0 })
 	require.NoError(t, c.Nodes[0].Direct().FlushAll(ctx).Err())
-	// Above the node timeout (100 ms), within a renewal's wait (4 × that).
-	require.NoError(t, c.Nodes[2].Slow(2*shortNodeTimeout))
+	// Above the node timeout, well within a renewal's wait: a loaded
+	// machine's stalls fit in the 500 ms left.
+	require.NoError(t, c.Nodes[2].Slow(nodeTimeout+nodeTimeout/2))
 	t.Cleanup(func() { _ = c.Nodes[2].Heal() })
-	waitUntil(t, 2*shortLease, "node 0 not repaired", func() bool {
+	waitUntil(t, 2*lease, "node 0 not repaired", func() bool {
 		return holdersOn(t, 3, "bare-quorum")[0][m.Owner()] == 1
 	})
-	time.Sleep(shortLease) // past the lease the first acquisition gave
+	time.Sleep(lease) // past the lease the first acquisition gave
 	requireNotLost(t, m.Lost(), "a holder on a bare quorum with one slow node")
 	require.NoError(t, c.Nodes[2].Heal())
 	require.NoError(t, m.Unlock(ctx))
