@@ -368,7 +368,9 @@ func TestWaitPastANodeFailureEndsAsATimeout(t *testing.T) {
 	}})
 	require.NoError(t, cluster.Nodes[0].Pause(ctx))
 	t.Cleanup(func() { _ = cluster.Nodes[0].Unpause(context.Background()) })
-	wait, cancel := context.WithTimeout(ctx, 4*time.Second)
+	// Long enough that the attempts after the node answers again come well
+	// before it ends, also when a loaded machine is slow to unpause it.
+	wait, cancel := context.WithTimeout(ctx, 8*time.Second)
 	defer cancel()
 	got := make(chan error, 1)
 	go func() { got <- waiters.NewMutex("held-past-a-failure").Lock(wait) }()
