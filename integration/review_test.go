@@ -338,6 +338,48 @@ func TestReentryOfVanishedHoldIsLost(t *testing.T) {
 	})
 }
 
+// TestReentryInFlightWhenTheLossIsReportedIsLost: the watchdog reports an
+// expiring hold a little before its ValidUntil (lossEarly). A re-entry sent
+// before that report, whose reply comes back after it, must not count, though
+// the node took it (the request came before the node's lease ended): the
+// owner was told the hold is lost, and nothing renews it any more. Before
+// 2026-12-06 that Lock returned nil with Lost() closed, and the node kept
+// the lock for a whole lease more.
+func TestReentryInFlightWhenTheLossIsReportedIsLost(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const (
+		name  = "reentry-in-flight"
+		lease = 10 * time.Second       // at least 10 × the node timeout
+		slow  = 400 * time.Millisecond // every reply's delay (below the clients' 500 ms read timeout), the requests' none
+	)
+	require.NoError(t, c.Nodes[0].Slow(slow))
+	t.Cleanup(func() { _ = c.Nodes[0].Heal() })
+	// A connection set up through the slow link first (its HELLO pays the
+	// delay too), so that each call below costs one delayed reply.
+	require.NoError(t, cluster.Clients()[0].Ping(ctx).Err())
+	m := newLockClient(t, 1, lock.Options{NodeTimeout: time.Second}).NewMutex(name)
+	require.NoError(t, m.LockFor(ctx, lease)) // no renewal: only the deadline's watch
+	lost := m.Lost()
+	// Sent 200 ms before ValidUntil, the re-entry lands on the node before
+	// the lease ends there, and its reply comes back 200 ms after
+	// ValidUntil: 300 ms after the loss report, which a loaded machine may
+	// run late. (A sleep that overran ValidUntil meets the expired hold
+	// before sending anything: ErrLost too.)
+	time.Sleep(time.Until(m.ValidUntil().Add(-200 * time.Millisecond)))
+	require.ErrorIs(t, m.Lock(ctx), lock.ErrLost, "a re-entry counted on a hold already reported lost")
+	select {
+	case <-lost:
+	default:
+		t.Fatal("Lost() still open")
+	}
+	require.Equal(t, 1, m.HoldCount(), "the failed re-entry added a hold")
+	require.NoError(t, c.Nodes[0].Heal())
+	requireFree(t, 1, name, 2*time.Second) // cleared at once, not a lease later
+	require.ErrorIs(t, m.Unlock(ctx), lock.ErrLost)
+	require.Zero(t, m.HoldCount())
+}
+
 // TestReentryRepairsHoldMissingOnAMinority: the hold vanished from one node
 // only (a restart without persistence); the quorum still has it, so the
 // re-entry succeeds and the lost node is written back.

@@ -463,6 +463,16 @@ func (h *hold) attempt(ctx context.Context, lease time.Duration, renewed bool, k
 	}
 
 	h.mu.Lock()
+	if reentry && h.isLost {
+		// The watchdog reported the hold lost while the re-entry was on its
+		// way (its loss comes a little before ValidUntil): the owner was told
+		// it holds nothing, and nothing renews the hold any more, so the
+		// re-entry must not count. What it wrote is cleared with the rest.
+		why := expiredReason(h.renewed) // not recorded: the first reason stays
+		h.mu.Unlock()
+		h.loseHold(why)
+		return false, attempt{}, ErrLost
+	}
 	defer h.mu.Unlock()
 	h.count = op.Count
 	if reentry {
