@@ -25,7 +25,7 @@ import (
 var commands = []*command{runCommand, inspectCommand, lsCommand, unlockCommand, benchCommand}
 
 func main() {
-	redis.SetLogger(quietRedis{}) // relock reports the errors that matter itself
+	quietRedisLogs()
 	e := &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	os.Exit(relock(context.Background(), e, os.Args[1:]))
 }
@@ -124,7 +124,13 @@ Run 'relock COMMAND --help' for a command's flags, exit status and examples.
 `)
 }
 
-// quietRedis drops go-redis's own log lines (dial retries and the like).
+// quietRedisLogs silences go-redis's own log lines (dial retries and the
+// like), which it writes to stderr: relock reports every failure itself, so
+// they would only repeat it beside relock's message. main calls it once, and
+// the tests' TestMain too, so that they run as relock does.
+func quietRedisLogs() { redis.SetLogger(quietRedis{}) }
+
+// quietRedis drops go-redis's own log lines.
 type quietRedis struct{}
 
 func (quietRedis) Printf(context.Context, string, ...any) {}

@@ -94,6 +94,24 @@ func TestNodeTimeoutAndTheLeaseInTheFlagsNames(t *testing.T) {
 	}
 }
 
+// Two addresses of one server pass lock.New's static check and leave the
+// duplicate check to the servers' run_ids (INFO server). Nodes that cannot
+// be reached cannot be asked: that is the nodes' failure (4), not a usage
+// error, which only a duplicate found is.
+func TestUnreachableNodesAreNotAUsageError(t *testing.T) {
+	for _, args := range [][]string{
+		{"inspect", "x"},
+		{"ls"},
+		{"unlock", "--force", "x"},
+		{"run", "--no-wait", "x", "--", "true"},
+	} {
+		code, _, errOut := call("127.0.0.1:1,localhost:1", append([]string{"--node-timeout", "100ms"}, args...)...)
+		if code != exitNodes || strings.Contains(errOut, "usage: relock") {
+			t.Errorf("relock %q: exit %d, stderr %q; want %d without a usage message", args, code, errOut, exitNodes)
+		}
+	}
+}
+
 func TestRunOfAMissingCommandExits127WithoutLocking(t *testing.T) {
 	code, _, errOut := call("127.0.0.1:1", "run", "name", "--", "relock-no-such-command")
 	if code != exitNotFound || !strings.Contains(errOut, "not found") {
