@@ -180,12 +180,19 @@ func giveBack(kept []keptConn) {
 }
 
 // brokeConn reports whether err, a call's failure, may have left its
-// connection unusable: any failure but the server's own answer, and the one
+// connection unusable: any failure but the server's own answer (a shortfall
+// of replicas included, see shortfallError), and the one
 // answer go-redis drops a connection after, READONLY (the node was demoted:
 // an address by name may lead elsewhere now). go-redis marks a Conn that got
 // it bad, and the Conn then fails every later call with it wrapped, so one
 // kept failed each call until it went 100 ms unused.
 func brokeConn(err error) bool {
+	var short *shortfallError
+	if errors.As(err, &short) {
+		// Too few replicas is the node's answer; a WAIT that failed, the
+		// WAIT's own failure.
+		return short.cause != nil && brokeConn(short.cause)
+	}
 	var server redis.Error
 	return err != nil && (!errors.As(err, &server) || redis.IsReadOnlyError(err))
 }

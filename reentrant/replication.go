@@ -74,17 +74,33 @@ func (r Replication) shortfall(cmds []redis.Cmder) error {
 	}
 	wait, ok := cmds[len(cmds)-1].(*redis.IntCmd)
 	if !ok {
-		return fmt.Errorf("%w: the round trip carried no WAIT", ErrNotReplicated)
+		return &shortfallError{msg: "the round trip carried no WAIT", cause: errNoWait}
 	}
 	acked, err := wait.Result()
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w: WAIT failed: %w", ErrNotReplicated, err)
+		return &shortfallError{msg: "WAIT failed: " + err.Error(), cause: err}
 	case acked < int64(r.Replicas):
-		return fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, acked, r.Replicas, r.Timeout)
+		return &shortfallError{msg: fmt.Sprintf("%d of %d within %v", acked, r.Replicas, r.Timeout)}
 	}
 	return nil
 }
+
+// errNoWait is the cause of a shortfall whose round trip lacks its WAIT: the
+// connection's state is unknown.
+var errNoWait = errors.New("no WAIT reply")
+
+// shortfallError is a round trip's ErrNotReplicated. cause is the WAIT's own
+// failure, nil when WAIT answered with too few replicas: the connection is
+// sound then, and a kept one stays kept (see brokeConn).
+type shortfallError struct {
+	msg   string
+	cause error
+}
+
+func (e *shortfallError) Error() string        { return ErrNotReplicated.Error() + ": " + e.msg }
+func (e *shortfallError) Is(target error) bool { return target == ErrNotReplicated }
+func (e *shortfallError) Unwrap() error        { return e.cause }
 
 // unreplicated gives err, a round trip's shortfall, to the reply cmd of a
 // call of script s that may have written and otherwise succeeded.
