@@ -112,11 +112,20 @@ end
 -- Tombstones before the deletes: a foreign key in a tombstone's place stops
 -- the script with the holds still there (at worst some tombstones written,
 -- each at or below its owner's applied number, which refuses nothing new).
+-- Its error says whose tombstone it is, 'WRONGTYPE TYPE tombstone KIND
+-- OWNER' (KIND lock, read or permits; OWNER in hex: an owner may hold any
+-- bytes, which an error reply does not carry), so that the client names
+-- the key; the script cannot name it (see reentrant's scriptError).
+local kinds = {'lock', 'read', 'permits'}
+local function hex(c)
+  return string.format('%02x', string.byte(c))
+end
 for kind = 1, 3 do
   for owner, hold in pairs(going[kind]) do
     local seq, left = hold[1], hold[2]
     if named[kind][owner] and seq and seq > 0 and left > 0 then
-      bury(named[kind][owner], seq, left)
+      local whose = 'tombstone ' .. kinds[kind] .. ' ' .. (string.gsub(owner, '.', hex))
+      bury(named[kind][owner], seq, left, whose)
     end
   end
 end

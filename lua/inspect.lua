@@ -27,6 +27,10 @@
 -- aside), mark {owner, ms left} for a waiting writer, or empty. A name's
 -- lock and semaphore share no key, so one read shows an operator whichever
 -- the name is.
+--
+-- A count or a capacity that is no number (relock writes only numbers) is
+-- foreign data, as another type at a key is: the script stops with a
+-- WRONGTYPE error naming the key's role, rather than give it as 0.
 local key = KEYS[1]
 local fence = fenceCounter(KEYS[2])
 local holders, pttl = {}, -2
@@ -35,8 +39,12 @@ if lockKind(key) ~= 'none' then
   local fields = redis.call('HGETALL', key)
   for i = 1, #fields, 2 do
     if string.sub(fields[i], -4) ~= '/seq' then
+      local count = tonumber(fields[i + 1])
+      if not count then
+        foreign(key)
+      end
       holders[#holders + 1] = fields[i]
-      holders[#holders + 1] = tonumber(fields[i + 1])
+      holders[#holders + 1] = count
     end
   end
 end
@@ -91,6 +99,13 @@ if limit > 0 then
     mark = {who, redis.call('PTTL', KEYS[9])}
   end
 end
-return {pttl, fence, holders, liveHolders(KEYS[3], KEYS[4]),
-  liveHolders(KEYS[5], KEYS[6], semRoles), capacityOf(KEYS[5]) or 0,
+local readers = liveHolders(KEYS[3], KEYS[4])
+local permits = liveHolders(KEYS[5], KEYS[6], semRoles)
+-- Read here, not with capacityOf, which takes a capacity that is no number
+-- for none. KEYS[5] is a hash, or none: liveHolders checked.
+local capacity = redis.call('HGET', KEYS[5], capacityField)
+if capacity and not tonumber(capacity) then
+  foreign(KEYS[5], semRoles[1])
+end
+return {pttl, fence, holders, readers, permits, tonumber(capacity or '0'),
   waiting, queued, mark}

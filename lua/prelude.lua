@@ -112,12 +112,17 @@ end
 -- is a copy of itself that landed before (go-redis sends a call again when
 -- its reply did not come), not a sign that the hold was lost (see
 -- goneBefore).
-local function bury(tomb, seq, ttl)
+--
+-- what names the key's role in a foreign-data error ('tombstone' when not
+-- given: the one owner's of the call, which its client knows); a script
+-- that buries several owners says whose (see forceunlock.lua).
+local function bury(tomb, seq, ttl, what)
+  what = what or 'tombstone'
   local left = redis.call('PTTL', tomb)
   local keep = math.max(left, ttl)
   local ok, old = attempt('SET', tomb, seq, 'PX', keep, 'GET')
   if not ok then
-    foreign(tomb, 'tombstone') -- another type: nothing was written
+    foreign(tomb, what) -- another type: nothing was written
   end
   local last = tonumber(old or '0')
   if not last then
@@ -128,7 +133,7 @@ local function bury(tomb, seq, ttl)
     else
       redis.call('SET', tomb, old)
     end
-    error(redis.error_reply('WRONGTYPE string tombstone'))
+    error(redis.error_reply('WRONGTYPE string ' .. what))
   end
   if last > seq then
     redis.call('SET', tomb, last, 'PX', keep)
@@ -475,14 +480,19 @@ local function fitReaders(readers, leases, now)
   return redis.call('ZCARD', leases)
 end
 
+-- readerRoles names an RWMutex's readers' keys in a foreign-data error:
+-- the hash, then the leases, each its own, so the client names the key
+-- that holds the data.
+local readerRoles = {'readers', 'readleases'}
+
 -- dropEnded checks the readers' keys (another type at either is foreign
 -- data: the script stops before any change) and drops the readers whose
 -- lease ended by now. roles, when given, names the two keys' roles in a
 -- foreign-data error ({hash's, leases'}), for another kind of hold kept
 -- the same way (a semaphore's holders, see semaphore.lua); an RWMutex's
--- readers otherwise.
+-- readers' (readerRoles) otherwise.
 local function dropEnded(readers, leases, now, roles)
-  roles = roles or {'readers', 'readers'}
+  roles = roles or readerRoles
   if not attempt('HLEN', readers) then
     foreign(readers, roles[1])
   end
@@ -536,10 +546,12 @@ end
 -- liveHolders reads, changing nothing, the holders kept as an RWMutex keeps
 -- its readers (counts in hash, lease ends in the sorted set leases) whose
 -- lease has not ended: a flat list of owner, count, remaining lease (ms),
--- soonest end first. Another type at either key is foreign data; roles
+-- soonest end first. Another type at either key is foreign data, and so is
+-- a count that is no number (relock writes only numbers there: it would
+-- otherwise drop out of the list and shift the values after it); roles
 -- names the keys' roles in that error, as dropEnded's does.
 local function liveHolders(hash, leases, roles)
-  roles = roles or {'readers', 'readers'}
+  roles = roles or readerRoles
   if not attempt('HLEN', hash) then
     foreign(hash, roles[1])
   end
@@ -551,8 +563,12 @@ local function liveHolders(hash, leases, roles)
   local out = {}
   for i = 1, #live, 2 do
     local owner = live[i]
+    local count = tonumber(redis.call('HGET', hash, owner) or '0')
+    if not count then
+      foreign(hash, roles[1])
+    end
     out[#out + 1] = owner
-    out[#out + 1] = tonumber(redis.call('HGET', hash, owner) or '0')
+    out[#out + 1] = count
     out[#out + 1] = tonumber(live[i + 1]) - now
   end
   return out

@@ -249,15 +249,20 @@
  * prelude.lua's fair queue stopped losing entries and time: a fair lock's
  * owner leaves its queue whatever its ticket, and a waiter of a short lease
  * no longer shortens the queue's keys. The fair queue is not modelled, so
- * only the line changed.
+ * only the line changed. On 2026-12-06 prelude.lua, inspect.lua and
+ * forceunlock.lua changed only what their foreign-data errors name (the
+ * readers' leases key, whose tombstone a force-unlock met) and made a
+ * count that is no number foreign data where inspect read it as 0: errors
+ * on data relock never writes, which the model does not have, so only the
+ * lines changed.
  */
-/* checksum lua/prelude.lua sha256:5b05895c7346ee7c76d012078e4256374196c1304ab488486d101861c6db7ef5 */
+/* checksum lua/prelude.lua sha256:917739f63ae124801f4a3a78bf3cd8e165b7abc352e9453c3c6beacc34f64062 */
 /* checksum lua/acquire.lua sha256:713438e0747baec5420ce0606a7ef2509166c681fee44bbbbb59d06fe9a65fd6 */
 /* checksum lua/release.lua sha256:4656899753d500fadf206c86e0999a1f6d2ae2fb3e8f375cb65a57a34a7fac10 */
 /* checksum lua/renew.lua sha256:8179278940225cb82a163f0e8b8ff661d6a6237706b5d18943ffa75917d5f5da */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
-/* checksum lua/forceunlock.lua sha256:56ae7ce00446c750cb930f66bf8bf0f3270aef66ffb2474617e339b62ba04224 */
-/* checksum lua/inspect.lua sha256:f83ce7a799bb20ce0d67385965617db7bd34ed952ae130038a7e06b246bb7ef3 */
+/* checksum lua/forceunlock.lua sha256:556548626b264349d774e0d1ac8414f252eff6c67ef0f9a0647a75ca5eb28a94 */
+/* checksum lua/inspect.lua sha256:e4477847d3e966b9d07d62814b2852b998ef553a3f5e86509bf81a6846800b2f */
 
 #define N 3              /* nodes */
 #define Q 2              /* quorum: lock/validity.go quorum(3) */

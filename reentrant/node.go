@@ -17,6 +17,7 @@ package reentrant
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -530,7 +531,8 @@ type LeasedHold struct {
 }
 
 // leasedHolds parses a reply of liveHolders (lua/prelude.lua): owner,
-// count, remaining lease (ms), for each holder.
+// count, remaining lease (ms), for each holder. A count or a lease that is
+// not a number is an error, not a hold of 0.
 func leasedHolds(reply []any) (map[string]LeasedHold, error) {
 	if len(reply)%3 != 0 {
 		return nil, fmt.Errorf("unexpected holders %v", reply)
@@ -538,7 +540,12 @@ func leasedHolds(reply []any) (map[string]LeasedHold, error) {
 	out := make(map[string]LeasedHold, len(reply)/3)
 	for i := 0; i+2 < len(reply); i += 3 {
 		owner, _ := reply[i].(string)
-		out[owner] = LeasedHold{Count: asInt(reply[i+1]), TTL: pttl(asInt(reply[i+2]))}
+		count, okCount := intOf(reply[i+1])
+		ms, okMS := intOf(reply[i+2])
+		if !okCount || !okMS {
+			return nil, fmt.Errorf("holder %q: count %v and lease %v are not both numbers", owner, reply[i+1], reply[i+2])
+		}
+		out[owner] = LeasedHold{Count: count, TTL: pttl(ms)}
 	}
 	return out, nil
 }
@@ -577,24 +584,37 @@ func (n *Node) inspect(ctx context.Context, key Key, waiters int) (Info, error) 
 	if len(reply) != 9 || len(holders)%2 != 0 || len(queue)%3 != 0 || (len(mark) != 0 && len(mark) != 2) {
 		return Info{}, fmt.Errorf("relock: inspect: unexpected reply %v", reply)
 	}
-	info := Info{Holders: make(map[string]int64), TTL: pttl(asInt(reply[0])), Fence: asInt(reply[1]), Capacity: asInt(reply[5]), Queued: asInt(reply[7])}
+	// A value that is not a number fails the inspect, naming the key it
+	// comes from: read as 0, a foreign count would pass for a free lock.
+	var bad error
+	num := func(v any, at string) int64 {
+		i, ok := intOf(v)
+		if !ok && bad == nil {
+			bad = fmt.Errorf("relock: inspect: key %q: unexpected %v, not a number", at, v)
+		}
+		return i
+	}
+	info := Info{Holders: make(map[string]int64), TTL: pttl(num(reply[0], key.Lock)), Fence: num(reply[1], key.Fence), Capacity: num(reply[5], key.Permits()), Queued: num(reply[7], key.Queue)}
 	for i := 0; i+2 < len(queue); i += 3 {
 		owner, _ := queue[i].(string)
-		info.Waiters = append(info.Waiters, Waiter{Owner: owner, Since: time.UnixMicro(asInt(queue[i+1])), TTL: pttl(asInt(queue[i+2]))})
+		info.Waiters = append(info.Waiters, Waiter{Owner: owner, Since: time.UnixMicro(num(queue[i+1], key.Queue)), TTL: pttl(num(queue[i+2], key.Queue))})
 	}
 	if len(mark) == 2 {
 		owner, _ := mark[0].(string)
-		info.WriterWaiting = Waiter{Owner: owner, TTL: pttl(asInt(mark[1]))}
+		info.WriterWaiting = Waiter{Owner: owner, TTL: pttl(num(mark[1], key.WriterWaiting()))}
 	}
 	for i := 0; i+1 < len(holders); i += 2 {
 		owner, _ := holders[i].(string)
-		info.Holders[owner] = asInt(holders[i+1])
+		info.Holders[owner] = num(holders[i+1], key.Lock)
+	}
+	if bad != nil {
+		return Info{}, bad
 	}
 	if info.Readers, err = leasedHolds(readers); err != nil {
-		return Info{}, fmt.Errorf("relock: inspect: %w", err)
+		return Info{}, fmt.Errorf("relock: inspect: key %q: %w", key.Readers(), err)
 	}
 	if info.Permits, err = leasedHolds(permits); err != nil {
-		return Info{}, fmt.Errorf("relock: inspect: %w", err)
+		return Info{}, fmt.Errorf("relock: inspect: key %q: %w", key.Permits(), err)
 	}
 	return info, nil
 }
@@ -692,7 +712,8 @@ func (n *Node) RaiseFence(ctx context.Context, key Key, token int64) (int64, err
 // the key (the script cannot name it safely: names may hold any bytes).
 // A script that found the foreign data on the fencing counter's key or the
 // wait queue's says so after the type ("WRONGTYPE hash fence", "WRONGTYPE
-// string queue").
+// string queue"); forceunlock.lua names an evicted owner's tombstone by its
+// kind of hold and the owner in hex ("WRONGTYPE hash tombstone read 633a61").
 func (n *Node) scriptError(key Key, err error) error {
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "WRONGTYPE "); ok {
@@ -707,6 +728,26 @@ func (n *Node) scriptError(key Key, err error) error {
 			return &WrongTypeError{Key: key.QueueDeadlines, Type: kind}
 		case strings.HasPrefix(where, "readers"):
 			return &WrongTypeError{Key: key.Readers(), Type: kind}
+		case strings.HasPrefix(where, "readleases"):
+			return &WrongTypeError{Key: key.ReadLeases(), Type: kind}
+		case strings.HasPrefix(where, "tombstone "):
+			// Redis may append more words: the kind and the owner come first.
+			f := strings.Fields(where)
+			if len(f) < 3 {
+				break
+			}
+			owner, herr := hex.DecodeString(f[2])
+			if herr != nil {
+				break
+			}
+			switch f[1] {
+			case "lock":
+				return &WrongTypeError{Key: key.Tombstone(string(owner)), Type: kind}
+			case "read":
+				return &WrongTypeError{Key: key.ReadTombstone(string(owner)), Type: kind}
+			case "permits":
+				return &WrongTypeError{Key: key.Semaphore().Tombstone(string(owner)), Type: kind}
+			}
 		case strings.HasPrefix(where, "mark"):
 			return &WrongTypeError{Key: key.WriterWaiting(), Type: kind}
 		case strings.HasPrefix(where, "leases"):
@@ -749,13 +790,24 @@ func pttl(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-func asInt(v any) int64 {
+// intOf returns v, a value of a script's reply, as an int64, and whether
+// it is a number: an integer (Redis gives a Lua number as one) or a string
+// of one. Anything else is not a number relock wrote.
+func intOf(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int64:
-		return x
+		return x, true
 	case string:
-		i, _ := strconv.ParseInt(x, 10, 64)
-		return i
+		i, err := strconv.ParseInt(x, 10, 64)
+		return i, err == nil
 	}
-	return 0
+	return 0, false
+}
+
+// asInt is intOf for a value its script always gives as a Lua number (0
+// when it is not), such as seminspect.lua's capacity. Inspect's parsing
+// uses intOf instead, so that no value there reads as 0 unseen.
+func asInt(v any) int64 {
+	i, _ := intOf(v)
+	return i
 }
