@@ -876,7 +876,7 @@ func TestChaosFullReleaseNotOvertakenByRenewal(t *testing.T) {
 	nodes := make([]redis.UniversalClient, 3)
 	for i := range nodes {
 		cl := c.Nodes[i].Link().NewClient()
-		cl.AddHook(delayScript{sha: lua.Release.SHA(), delay: delay, on: &slowRelease})
+		cl.AddHook(delayScript{script: lua.Release, delay: delay, on: &slowRelease})
 		nodes[i] = cl
 	}
 	require.NoError(t, c.Warm(ctxFor(t, 10*time.Second)))
@@ -897,11 +897,11 @@ func TestChaosFullReleaseNotOvertakenByRenewal(t *testing.T) {
 }
 
 // delayScript is a go-redis hook that holds back the calls of one script
-// (by SHA) while on is set.
+// while on is set.
 type delayScript struct {
-	sha   string
-	delay time.Duration
-	on    *atomic.Bool
+	script *lua.Script
+	delay  time.Duration
+	on     *atomic.Bool
 }
 
 func (d delayScript) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -926,8 +926,7 @@ func (d delayScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 
 // wait sleeps when cmd runs the script, and reports whether it did.
 func (d delayScript) wait(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	if !d.on.Load() || len(args) < 2 || fmt.Sprint(args[1]) != d.sha {
+	if !d.on.Load() || !runsScript(cmd, d.script) {
 		return false
 	}
 	time.Sleep(d.delay)

@@ -199,8 +199,7 @@ func (h *onScript) see(cmd redis.Cmder, pipelined bool) {
 	if (h.pipelinedOnly && !pipelined) || (h.armed != nil && !h.armed.Load()) {
 		return
 	}
-	args := cmd.Args()
-	if len(args) > 1 && (args[1] == h.script.SHA() || args[1] == h.script.Source()) {
+	if runsScript(cmd, h.script) {
 		h.once.Do(h.fire)
 	}
 }

@@ -12,8 +12,20 @@ import (
 
 	"github.com/relock-go/relock/integration/fixture"
 	"github.com/relock-go/relock/lock"
+	"github.com/relock-go/relock/lua"
 	"github.com/relock-go/relock/reentrant"
 )
+
+// runsScript reports whether cmd is a call of s: by SHA (EVALSHA), or by
+// source (EVAL), as the first call of a script on a node goes.
+func runsScript(cmd redis.Cmder, s *lua.Script) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	body := fmt.Sprint(args[1])
+	return body == s.SHA() || body == s.Source()
+}
 
 // testNodeTimeout is generous: -race on two cores makes loopback round trips
 // of tens of milliseconds now and then, and these tests are about outcomes.

@@ -1168,12 +1168,16 @@ func (r *tripRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	}
 }
 
-// TestReentrantScriptFlushCostsOneRoundTrip: a node that lost its scripts
-// (SCRIPT FLUSH, as after a restart) costs one round trip more, not two: a
-// call that met NOSCRIPT goes again with the script's source (EVAL caches
-// it), not by SHA once more; in a batch only the first call of each script
-// carries the source, the others go by SHA behind it, in the same trip.
-func TestReentrantScriptFlushCostsOneRoundTrip(t *testing.T) {
+// TestReentrantScriptsGoBySourceUntilTheNodeHasThem: a script the node
+// never answered goes with its source (EVAL, which caches it): one round
+// trip, where asking by SHA first costs two, so a link slower than half a
+// call's wait still lets it through. Once answered, it goes by SHA. A node
+// that lost its scripts (SCRIPT FLUSH, as after a restart) costs one round
+// trip more, not two: a call that met NOSCRIPT goes again with the script's
+// source, not by SHA once more; in a batch only the first call of each
+// script carries the source, the others go by SHA behind it, in the same
+// trip; and every script goes by source again from then on, until answered.
+func TestReentrantScriptsGoBySourceUntilTheNodeHasThem(t *testing.T) {
 	c := reset(t)
 	ctx := t.Context()
 	rec := &tripRecorder{}
@@ -1185,11 +1189,20 @@ func TestReentrantScriptFlushCostsOneRoundTrip(t *testing.T) {
 	client.AddHook(rec)
 	node := reentrant.NewNode(client, 0)
 	direct := c.Nodes[0].Direct()
-	a, b := mustKey(t, "flush-trips-a"), mustKey(t, "flush-trips-b")
-	var alice, bob int64
+	a, b, d := mustKey(t, "flush-trips-a"), mustKey(t, "flush-trips-b"), mustKey(t, "flush-trips-d")
+	var alice, bob, dan int64
+
+	got, err := node.Acquire(ctx, opFor(d, "c:dan", 1, &dan))
+	require.NoError(t, err)
+	require.True(t, got.Acquired)
+	require.Equal(t, [][]string{{"eval"}}, rec.take(), "a script the node never answered: its source at once")
+	got, err = node.Acquire(ctx, opFor(d, "c:dan", 2, &dan))
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Acquisition{Acquired: true, Count: 2}, got)
+	require.Equal(t, [][]string{{"evalsha"}}, rec.take(), "answered once: by SHA")
 
 	require.NoError(t, direct.ScriptFlush(ctx).Err())
-	got, err := node.Acquire(ctx, opFor(a, "c:alice", 1, &alice))
+	got, err = node.Acquire(ctx, opFor(a, "c:alice", 1, &alice))
 	require.NoError(t, err)
 	require.True(t, got.Acquired)
 	require.Equal(t, [][]string{{"evalsha"}, {"eval"}}, rec.take(), "a lone call: NOSCRIPT, then the source")
@@ -1203,15 +1216,23 @@ func TestReentrantScriptFlushCostsOneRoundTrip(t *testing.T) {
 	for i, r := range results {
 		require.NoError(t, r.Err, "change %d", i)
 	}
-	require.Equal(t, [][]string{{"evalsha", "evalsha", "evalsha"}, {"eval", "evalsha", "eval"}}, rec.take(),
-		"a batch: NOSCRIPT for all, then each script's source once, in one trip")
+	require.Equal(t, [][]string{{"evalsha", "evalsha", "eval"}, {"eval", "evalsha"}}, rec.take(),
+		"a batch: the release never answered by source, NOSCRIPT for the acquires, then the script's source once, in one trip")
 	require.True(t, results[0].Acquisition.Acquired)
 	require.Equal(t, reentrant.Acquisition{Acquired: true, Count: 2}, results[1].Acquisition)
 	require.Equal(t, reentrant.Released, results[2].Released)
 
-	require.NoError(t, direct.ScriptFlush(ctx).Err())
 	renewed := node.RenewAll(ctx, []reentrant.Op{opFor(b, "c:bob", 2, &bob)})
 	require.NoError(t, renewed[0].Err)
 	require.True(t, renewed[0].Held)
-	require.Equal(t, [][]string{{"evalsha"}, {"eval"}}, rec.take(), "a renewal batch of one")
+	require.Equal(t, [][]string{{"eval"}}, rec.take(), "a renewal batch of one, its script new to the node")
+	require.NoError(t, direct.ScriptFlush(ctx).Err())
+	renewed = node.RenewAll(ctx, []reentrant.Op{opFor(b, "c:bob", 2, &bob)})
+	require.NoError(t, renewed[0].Err)
+	require.True(t, renewed[0].Held)
+	require.Equal(t, [][]string{{"evalsha"}, {"eval"}}, rec.take(), "a renewal batch of one after a flush")
+	got, err = node.Acquire(ctx, opFor(d, "c:dan", 3, &dan))
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Acquisition{Acquired: true, Count: 3}, got)
+	require.Equal(t, [][]string{{"eval"}}, rec.take(), "after a NOSCRIPT every script goes by source until answered")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/integration/fixture"
 	"github.com/relock-go/relock/lock"
 )
 
@@ -333,4 +334,31 @@ func TestInspectPastASilentNodeIsQuick(t *testing.T) {
 		require.Less(t, took, within, "read %d of the silent node", try)
 		t.Logf("read %d of the silent node took %v", try, took.Round(time.Millisecond))
 	}
+}
+
+// TestFirstCallThroughASlowLinkTakesOneRoundTrip: a node never reached
+// before, behind a link whose round trip is more than half the node
+// timeout, takes the first TryLock: the acquire goes with its script's
+// source (EVAL) in one round trip. Asked by SHA first, as before
+// 2026-12-06, the NOSCRIPT reply and the EVAL after it took two, past the
+// wait, and the TryLock failed.
+func TestFirstCallThroughASlowLinkTakesOneRoundTrip(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 20*time.Second)
+	const slow, nodeTimeout = 200 * time.Millisecond, 350 * time.Millisecond
+	require.NoError(t, c.Nodes[0].Direct().ScriptFlush(ctx).Err())
+	// Connections that send nothing of their own when made (no HELLO):
+	// each call is one delayed reply.
+	client := redis.NewClient(fixture.FixtureOptions(c.Nodes[0].Link().Addr()))
+	t.Cleanup(func() { _ = client.Close() })
+	require.NoError(t, c.Nodes[0].Slow(slow))
+	t.Cleanup(func() { _ = c.Nodes[0].Heal() })
+	require.NoError(t, client.Ping(ctx).Err()) // a connection in the pool
+
+	lc := newLockClientOver(t, []redis.UniversalClient{client}, lock.Options{NodeTimeout: nodeTimeout})
+	m := lc.NewMutex("first-call-slow-link")
+	ok, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok, "the first acquire through the slow link failed")
+	require.NoError(t, m.Unlock(ctx))
 }

@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -239,13 +238,9 @@ type delayAcquire struct {
 // node 2 is reached through a client of its own with hook.
 func lockClientSlowOnNode2(t *testing.T, c *fixture.Cluster, hook *delayAcquire) *lock.Client {
 	t.Helper()
-	ctx := ctxFor(t, 5*time.Second)
 	slow := c.Nodes[2].Link().NewClient()
 	t.Cleanup(func() { _ = slow.Close() })
 	slow.AddHook(hook)
-	for _, s := range []*lua.Script{lua.Acquire, lua.Release, lua.Renew, lua.Inspect} {
-		require.NoError(t, s.Load(ctx, c.Nodes[2].Direct())) // the hook watches EVALSHA
-	}
 	nodes := []redis.UniversalClient{c.Nodes[0].Link().Client(), c.Nodes[1].Link().Client(), slow}
 	return newLockClientOver(t, nodes, lock.Options{})
 }
@@ -254,8 +249,7 @@ func (h *delayAcquire) DialHook(next redis.DialHook) redis.DialHook { return nex
 
 func (h *delayAcquire) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if len(args) < 2 || args[0] != "evalsha" || args[1] != lua.Acquire.SHA() || !h.armed.CompareAndSwap(true, false) {
+		if !runsScript(cmd, lua.Acquire) || !h.armed.CompareAndSwap(true, false) {
 			return next(ctx, cmd)
 		}
 		if !h.replyLate {
@@ -541,12 +535,8 @@ func TestUnlockWhoseReleasesLandedTwiceHoldsNoLoss(t *testing.T) {
 		// every call answered, and its releases land once.
 		cl := c.Nodes[i].Link().NewClient(func(o *redis.Options) { o.MaxRetries = 1 })
 		t.Cleanup(func() { _ = cl.Close() })
-		// Loaded now, so that the releases go by SHA (a NOSCRIPT reply
-		// would be answered with the source, which the hook does not
-		// match).
-		require.NoError(t, lua.Release.Load(ctx, cl))
 		if i > 0 {
-			cl.AddHook(sendTwice{sha: lua.Release.SHA()})
+			cl.AddHook(sendTwice{script: lua.Release})
 		}
 		nodes[i] = cl
 	}
@@ -560,9 +550,9 @@ func TestUnlockWhoseReleasesLandedTwiceHoldsNoLoss(t *testing.T) {
 }
 
 // sendTwice is a go-redis hook that runs every call or pipeline that
-// carries the script sha twice and keeps the second replies: the first
-// copy lands, its reply is as good as lost.
-type sendTwice struct{ sha string }
+// carries script twice and keeps the second replies: the first copy
+// lands, its reply is as good as lost.
+type sendTwice struct{ script *lua.Script }
 
 func (s sendTwice) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -584,7 +574,4 @@ func (s sendTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-func (s sendTwice) runs(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	return len(args) >= 2 && fmt.Sprint(args[1]) == s.sha
-}
+func (s sendTwice) runs(cmd redis.Cmder) bool { return runsScript(cmd, s.script) }

@@ -541,8 +541,8 @@ func TestRenewalWaitsForTheSlowNodeOfABareQuorum(t *testing.T) {
 	m := lc.NewMutex("bare-quorum")
 	require.NoError(t, m.Lock(ctx))
 	// One renewal first: every node has renew.lua cached then, and the
-	// renewals below cost one round trip each (a first one behind the slow
-	// link would pay EVALSHA's NOSCRIPT and EVAL's, two).
+	// renewals below cost one round trip each, by SHA (after the flush
+	// below, node 0's first one pays NOSCRIPT and the EVAL after it).
 	waitUntil(t, 2*lease, "no renewal", func() bool { return lc.Stats().Renewals > 0 })
 	require.NoError(t, c.Nodes[0].Direct().FlushAll(ctx).Err())
 	// Above the node timeout, well within a renewal's wait: a loaded

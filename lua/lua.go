@@ -2,10 +2,11 @@
 //
 // Every state change relock makes on a Redis node happens inside one of these
 // scripts, atomically. The scripts live in .lua files next to this one and are
-// embedded at build time. A script is sent by SHA (EVALSHA); when a node
-// answers NOSCRIPT (it restarted, or someone ran SCRIPT FLUSH) the full source
-// is sent once with EVAL, which also puts it back in the node's script cache,
-// so callers never see the difference.
+// embedded at build time. A script is sent by SHA (EVALSHA) where the node is
+// known to hold it (Loaded), and by its source (EVAL, which also caches it)
+// where not yet; when a node answers NOSCRIPT (it restarted, or someone ran
+// SCRIPT FLUSH) the full source is sent once with EVAL, which puts it back in
+// the node's script cache, so callers never see the difference.
 package lua
 
 import (
@@ -15,6 +16,7 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -96,6 +98,7 @@ type Script struct {
 	source   string
 	sha      string
 	readonly bool // it never writes (see ReadOnly)
+	index    int  // its bit in a Loaded
 }
 
 // readOnly marks s as a script that never writes, and returns it.
@@ -137,8 +140,12 @@ func withHelpers(name, source string, lib *library) *Script {
 		source = lib.helpersFor(source) + source
 	}
 	sum := sha1.Sum([]byte(source))
-	return &Script{name: name, source: source, sha: hex.EncodeToString(sum[:])}
+	index := int(scriptsMade.Add(1)) - 1
+	return &Script{name: name, source: source, sha: hex.EncodeToString(sum[:]), index: index}
 }
+
+// scriptsMade numbers the scripts in the order they are made, for Loaded.
+var scriptsMade atomic.Int32
 
 // A library is a file of helpers (prelude.lua, and semaphore.lua after it)
 // cut into its top-level definitions. Redis runs a script's whole text on
@@ -344,6 +351,35 @@ func (s *Script) RunSource(ctx context.Context, c redis.Scripter, keys []string,
 func (s *Script) Load(ctx context.Context, c redis.Scripter) error {
 	return c.ScriptLoad(ctx, s.source).Err()
 }
+
+// Loaded is the set of scripts one server is known to hold in its script
+// cache: each answered there, by SHA or by source, since the server last
+// answered NOSCRIPT. A script not in it goes by source (EVAL: one round trip
+// that also caches it) rather than by SHA first (EVALSHA, NOSCRIPT, then
+// EVAL: two), so that a node first reached through a link slower than half
+// a call's wait can still be reached at all. Its zero value is empty, and
+// it is safe for concurrent use.
+type Loaded struct{ bits atomic.Uint64 }
+
+// loadedBits is how many scripts a Loaded tracks; any made after them
+// counts as loaded: it goes by SHA first.
+const loadedBits = 64
+
+// Has reports whether s is known to be cached on the server.
+func (l *Loaded) Has(s *Script) bool {
+	return s.index >= loadedBits || l.bits.Load()&(1<<s.index) != 0
+}
+
+// Add records that the server answered a call of s.
+func (l *Loaded) Add(s *Script) {
+	if s.index < loadedBits && !l.Has(s) {
+		l.bits.Or(1 << s.index)
+	}
+}
+
+// Forget empties the set: the server answered NOSCRIPT, so it lost its
+// script cache (a restart, SCRIPT FLUSH), every script with it.
+func (l *Loaded) Forget() { l.bits.Store(0) }
 
 // IsNoScript reports whether err is Redis's answer to an unknown script SHA.
 func IsNoScript(err error) bool {

@@ -214,3 +214,20 @@ func TestCodeAboveTheHelpersNeedsNoneOfThem(t *testing.T) {
 		t.Errorf("the helpers are not put at their line:\n%s", good.Source())
 	}
 }
+
+func TestLoadedTracksEachScriptUntilForgotten(t *testing.T) {
+	var l lua.Loaded
+	if l.Has(lua.Acquire) || l.Has(lua.Release) {
+		t.Fatal("a new set holds a script")
+	}
+	l.Add(lua.Acquire)
+	l.Add(lua.Acquire)
+	if !l.Has(lua.Acquire) || l.Has(lua.Release) || l.Has(lua.SemInspect) {
+		t.Fatal("Add(Acquire) added another script, or not Acquire")
+	}
+	l.Add(lua.SemInspect)
+	l.Forget()
+	if l.Has(lua.Acquire) || l.Has(lua.SemInspect) {
+		t.Fatal("Forget kept a script")
+	}
+}

@@ -206,20 +206,31 @@ type scriptCall struct {
 func (n *Node) pipelined(ctx context.Context, calls []scriptCall) []*redis.Cmd {
 	var cmds []*redis.Cmd
 	n.calls.conns.with(n.rdb, func(to sender) bool {
-		cmds = runPipelined(ctx, to, n.rep, calls)
+		cmds = runPipelined(ctx, to, n.rep, &n.calls.scripts, calls)
 		return slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return brokeConn(c.Err()) })
 	})
 	return cmds
 }
 
 // runPipelined sends calls in one pipelined round trip and returns their
-// replies in order; the calls a node answered NOSCRIPT to (it lost its
-// script cache) go again (see recoverNoScript).
-func runPipelined(ctx context.Context, rdb sender, rep Replication, calls []scriptCall) []*redis.Cmd {
+// replies in order: by SHA the scripts known says the node holds, by source
+// the first call of each other one (see lua.Loaded); the calls a node
+// answered NOSCRIPT to (it lost its script cache) go again (see
+// recoverNoScript). known learns from the replies.
+func runPipelined(ctx context.Context, rdb sender, rep Replication, known *lua.Loaded, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
+	var sourced map[*lua.Script]bool // made for a script not loaded only
 	sent, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {
-			cmds[i] = c.script.RunSHA(ctx, p, c.keys, c.args...)
+			if known.Has(c.script) || sourced[c.script] {
+				cmds[i] = c.script.RunSHA(ctx, p, c.keys, c.args...)
+				continue
+			}
+			if sourced == nil {
+				sourced = make(map[*lua.Script]bool, 1)
+			}
+			sourced[c.script] = true
+			cmds[i] = c.script.RunSource(ctx, p, c.keys, c.args...)
 		}
 		rep.wait(ctx, p)
 		return nil
@@ -229,8 +240,23 @@ func runPipelined(ctx context.Context, rdb sender, rep Replication, calls []scri
 			unreplicated(cmds[i], c.script, err)
 		}
 	}
-	recoverNoScript(ctx, rdb, rep, calls, cmds)
+	learnLoaded(known, calls, cmds)
+	recoverNoScript(ctx, rdb, rep, known, calls, cmds)
 	return cmds
+}
+
+// learnLoaded records in known what the replies cmds to calls tell of the
+// node's script cache: a NOSCRIPT says it lost every script, any other
+// answer of the node's that it holds that call's script.
+func learnLoaded(known *lua.Loaded, calls []scriptCall, cmds []*redis.Cmd) {
+	for i, cmd := range cmds {
+		switch err := cmd.Err(); {
+		case lua.IsNoScript(err):
+			known.Forget()
+		case !brokeConn(err):
+			known.Add(calls[i].script)
+		}
+	}
 }
 
 // recoverNoScript sends again the calls whose reply in cmds is NOSCRIPT, and
@@ -243,11 +269,12 @@ func runPipelined(ctx context.Context, rdb sender, rep Replication, calls []scri
 // them on every master) and those calls go once more; a failed load is the
 // reply of its calls. In the replicated mode rep each round trip ends with
 // its WAIT, as the first did.
-func recoverNoScript(ctx context.Context, rdb sender, rep Replication, calls []scriptCall, cmds []*redis.Cmd) {
+func recoverNoScript(ctx context.Context, rdb sender, rep Replication, known *lua.Loaded, calls []scriptCall, cmds []*redis.Cmd) {
 	missing := noScript(cmds, nil)
 	if len(missing) == 0 {
 		return
 	}
+	defer learnLoaded(known, calls, cmds)
 	sourced := make(map[*lua.Script]bool, 1)
 	// resent sends the calls numbered idx in one round trip.
 	resent := func(idx []int, send func(p redis.Pipeliner)) {

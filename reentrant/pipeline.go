@@ -52,7 +52,8 @@ type pipeliner struct {
 	unstick  *time.Timer
 	watching bool
 
-	conns *keptConns // what trips go over: see keptConns
+	conns   *keptConns // what trips go over: see keptConns
+	scripts lua.Loaded // the scripts the node holds, as far as its replies told
 }
 
 // call is one script call waiting for its pipeline.
@@ -350,9 +351,18 @@ type sender interface {
 // pipelined sends batch in one pipelined round trip (ending with WAIT in
 // the replicated mode), and again those calls answered NOSCRIPT.
 func (p *pipeliner) pipelined(ctx context.Context, to sender, batch []*call) {
+	var sourced map[*lua.Script]bool // made for a script not loaded only
 	sent, _ := to.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, c := range batch {
-			c.cmd = c.runSHA(ctx, pipe)
+			if p.scripts.Has(c.script) || sourced[c.script] {
+				c.cmd = c.runSHA(ctx, pipe)
+				continue
+			}
+			if sourced == nil {
+				sourced = make(map[*lua.Script]bool, 1)
+			}
+			sourced[c.script] = true
+			c.cmd = c.script.RunSource(ctx, pipe, c.keys, c.args...)
 		}
 		p.rep.wait(ctx, pipe)
 		return nil
@@ -366,9 +376,15 @@ func (p *pipeliner) pipelined(ctx context.Context, to sender, batch []*call) {
 }
 
 // sendAgain sends the calls of batch that the node answered NOSCRIPT to
-// once more (see recoverNoScript).
+// once more (see recoverNoScript), and records what the replies tell of the
+// node's scripts (see learnLoaded).
 func (p *pipeliner) sendAgain(ctx context.Context, to sender, batch []*call) {
 	if !slices.ContainsFunc(batch, func(c *call) bool { return lua.IsNoScript(c.cmd.Err()) }) {
+		for _, c := range batch {
+			if err := c.cmd.Err(); !brokeConn(err) {
+				p.scripts.Add(c.script)
+			}
+		}
 		return
 	}
 	calls := make([]scriptCall, len(batch))
@@ -377,7 +393,8 @@ func (p *pipeliner) sendAgain(ctx context.Context, to sender, batch []*call) {
 		calls[i] = scriptCall{script: c.script, keys: c.keys, args: c.args}
 		cmds[i] = c.cmd
 	}
-	recoverNoScript(ctx, to, p.rep, calls, cmds)
+	p.scripts.Forget()
+	recoverNoScript(ctx, to, p.rep, &p.scripts, calls, cmds)
 	for i, c := range batch {
 		c.cmd = cmds[i]
 	}
@@ -393,10 +410,19 @@ func (p *pipeliner) sendOne(to sender, c *call) {
 	case p.rep.on() && !c.script.ReadOnly():
 		// WAIT must follow the write on its connection: a pipeline.
 		p.pipelined(ctx, to, []*call{c})
+	case !p.scripts.Has(c.script):
+		c.cmd = c.script.RunSource(ctx, to, c.keys, c.args...)
+		if !brokeConn(c.cmd.Err()) {
+			p.scripts.Add(c.script)
+		}
 	default:
 		c.cmd = c.runSHA(ctx, to)
 		if lua.IsNoScript(c.cmd.Err()) {
+			p.scripts.Forget()
 			c.cmd = c.script.RunSource(ctx, to, c.keys, c.args...)
+			if !brokeConn(c.cmd.Err()) {
+				p.scripts.Add(c.script)
+			}
 		}
 	}
 }
