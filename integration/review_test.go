@@ -380,6 +380,35 @@ func TestReentryInFlightWhenTheLossIsReportedIsLost(t *testing.T) {
 	require.Zero(t, m.HoldCount())
 }
 
+// TestLossClearsALeaseATimedOutCallSetAnew: a re-entry that got no reply
+// in time (here its reply is held up) still landed, and set the lease anew
+// on the node, as the undo after it did; the owner's validity did not move.
+// When the watchdog then reports the hold lost, it clears the node. Before
+// 2026-12-06 the node kept the lock about two seconds past the loss here,
+// the time between the re-entry and the end of the first lease, and a
+// whole lease at worst, until the owner's Unlock.
+func TestLossClearsALeaseATimedOutCallSetAnew(t *testing.T) {
+	c := reset(t)
+	ctx := ctxFor(t, 30*time.Second)
+	const name, lease = "loss-clears", 4 * time.Second
+	m := newLockClient(t, 1, lock.Options{NodeTimeout: 300 * time.Millisecond}).NewMutex(name)
+	require.NoError(t, m.LockFor(ctx, lease)) // no renewal: only the deadline's watch
+	lost := m.Lost()
+	time.Sleep(2 * time.Second)
+	require.NoError(t, c.Nodes[0].Slow(time.Second)) // past the node timeout
+	ok, _ := m.TryLock(ctx)
+	require.False(t, ok, "a re-entry with no reply counted")
+	require.NoError(t, c.Nodes[0].Heal())
+	require.Equal(t, 1, m.HoldCount())
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("the hold was not reported lost")
+	}
+	requireFree(t, 1, name, time.Second)
+	require.ErrorIs(t, m.Unlock(ctx), lock.ErrLost)
+}
+
 // TestReentryRepairsHoldMissingOnAMinority: the hold vanished from one node
 // only (a restart without persistence); the quorum still has it, so the
 // re-entry succeeds and the lost node is written back.

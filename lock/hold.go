@@ -538,7 +538,13 @@ func (h *hold) startHold(lease time.Duration, renewed bool, validUntil time.Time
 		if expired {
 			why = expiredReason(renewed)
 		}
-		h.markLost(lost, why)
+		if clean, marked := h.markLost(lost, why); marked {
+			// The nodes' copies end on their own at about this time, unless
+			// a call of the owner that got no reply set a lease there anew
+			// (a re-entry or an undo that timed out): clear them now, as a
+			// loss the owner's own call found out does.
+			h.c.releaseOn(clean, h.c.allNodes(), time.Now().Add(clean.Lease))
+		}
 	})
 	if h.holdCtx != nil {
 		h.stopHold = context.AfterFunc(h.holdCtx, func() { _ = h.releaseAll() })
@@ -604,12 +610,15 @@ func (h *hold) signalLoss(why LossReason) {
 }
 
 // markLost signals the loss, for the reason why, of the hold whose channel
-// is lost.
-func (h *hold) markLost(lost chan struct{}, why LossReason) {
+// is lost, and reports whether it did (not when it was signalled before, or
+// the hold ended). With it comes the release to 0 that clears what is left
+// of that hold, its sequence number taken at once: taken later, it could
+// follow the owner's next hold, and release that one.
+func (h *hold) markLost(lost chan struct{}, why LossReason) (reentrant.Op, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.lost != lost || h.isLost {
-		return
+		return reentrant.Op{}, false
 	}
 	h.isLost = true
 	close(lost)
@@ -621,6 +630,7 @@ func (h *hold) markLost(lost chan struct{}, why LossReason) {
 		h.entry = nil
 	}
 	h.c.opts.Logger.Warn("relock: lock lost", "name", h.key.Name, "owner", h.owner)
+	return h.op(0, h.lease, 1), true
 }
 
 // unmark takes back, on every node, the marks a blocking Lock of a marking
