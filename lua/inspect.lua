@@ -101,11 +101,5 @@ if limit > 0 then
 end
 local readers = liveHolders(KEYS[3], KEYS[4])
 local permits = liveHolders(KEYS[5], KEYS[6], semRoles)
--- Read here, not with capacityOf, which takes a capacity that is no number
--- for none. KEYS[5] is a hash, or none: liveHolders checked.
-local capacity = redis.call('HGET', KEYS[5], capacityField)
-if capacity and not tonumber(capacity) then
-  foreign(KEYS[5], semRoles[1])
-end
-return {pttl, fence, holders, readers, permits, tonumber(capacity or '0'),
+return {pttl, fence, holders, readers, permits, capacityOf(KEYS[5]) or 0,
   waiting, queued, mark}

@@ -30,8 +30,16 @@ local capacityField = '/capacity'
 -- asks for would not be of one semaphore (a client of k = 3 would take a
 -- third permit while one of k = 2 holds two). It goes with the keys when the
 -- last holder leaves, so an idle semaphore can be given a new capacity.
+-- A stored value that is no number is foreign data (relock writes only
+-- numbers): read as none, an acquire would write its own over it. The
+-- caller checked that permits is a hash, or no key.
 local function capacityOf(permits)
-  return tonumber(redis.call('HGET', permits, capacityField))
+  local stored = redis.call('HGET', permits, capacityField)
+  local k = tonumber(stored)
+  if stored and not k then
+    foreign(permits, semRoles[1])
+  end
+  return k
 end
 
 -- others returns the permits held by live holders other than owner, and

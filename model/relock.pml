@@ -262,7 +262,7 @@
 /* checksum lua/renew.lua sha256:8179278940225cb82a163f0e8b8ff661d6a6237706b5d18943ffa75917d5f5da */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 /* checksum lua/forceunlock.lua sha256:556548626b264349d774e0d1ac8414f252eff6c67ef0f9a0647a75ca5eb28a94 */
-/* checksum lua/inspect.lua sha256:e4477847d3e966b9d07d62814b2852b998ef553a3f5e86509bf81a6846800b2f */
+/* checksum lua/inspect.lua sha256:b0ad9e05d995abcbf0f409b5bfea1d7a4d3bbe457c7d197eddaa450e11497f04 */
 
 #define N 3              /* nodes */
 #define Q 2              /* quorum: lock/validity.go quorum(3) */
