@@ -63,3 +63,19 @@ func TestRepairCountsItsNodeAmongTheStrays(t *testing.T) {
 	}
 	h.opMu.Unlock()
 }
+
+// TestRenewalSkipsALostHold: the renewal of a hold already reported lost
+// would take a number newer than the loss's clean-up, which then changes
+// nothing where the renewal landed first, and the node keeps the lock a
+// whole lease more (the watchdog may pick the hold for renewal just before
+// its loss timer fires).
+func TestRenewalSkipsALostHold(t *testing.T) {
+	held := &hold{count: 1, lease: time.Second, seq: 3}
+	if op := held.renewOp(); op.Count != 1 || op.Seq != 4 {
+		t.Fatalf("a held hold's renewal carries count %d and seq %d, want 1 and 4", op.Count, op.Seq)
+	}
+	lost := &hold{count: 1, lease: time.Second, seq: 3, isLost: true}
+	if op := lost.renewOp(); op.Seq != 0 || lost.seq != 3 {
+		t.Fatalf("a lost hold was renewed: seq %d, the hold's now %d", op.Seq, lost.seq)
+	}
+}

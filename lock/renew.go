@@ -91,7 +91,11 @@ func (h *hold) renewOp() reentrant.Op {
 	defer h.opMu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.count == 0 {
+	if h.count == 0 || h.isLost {
+		// Lost: the loss's clean-up is on its way (see markLost), and a
+		// renewal with a newer number would make it stale where it landed
+		// first, setting a whole lease anew on a hold the owner was told
+		// it lost.
 		return reentrant.Op{}
 	}
 	return h.op(h.count, h.lease, 1)

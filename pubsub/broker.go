@@ -400,14 +400,20 @@ func (b *Broker) unwant(channel string) {
 // watchHandOff wakes w, the waiter queued after a hand-off's target,
 // Options.HandOffWatch from now unless it was woken in between (by the
 // target's own release, usually): a target that died or gave up takes its
-// wake with it, and w's retry is what moves the queue on. The caller holds
-// b.mu.
+// wake with it, and w's retry is what moves the queue on. Should w have
+// left meanwhile, unwoken, another waiter of the channel retries in its
+// place: nobody else would (w's leaving publishes nothing). The caller
+// holds b.mu.
 func (b *Broker) watchHandOff(w *Waiter) {
 	seen := w.wakes
 	time.AfterFunc(b.opts.HandOffWatch, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if b.closed || w.closed || w.wakes != seen {
+		if b.closed || w.wakes != seen {
+			return
+		}
+		if w.closed {
+			b.reg.dispatch(w.channel, "") // a wake passed on: any waiter's
 			return
 		}
 		w.noteReason(WokenWatch)

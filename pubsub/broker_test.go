@@ -256,3 +256,26 @@ func TestNewBrokerRejectsNilClient(t *testing.T) {
 	}()
 	NewBroker([]redis.UniversalClient{nil}, Options{})
 }
+
+// A hand-off's next in line that leaves, unwoken, before the watch runs out
+// leaves the retry to another waiter of the channel: otherwise nobody would
+// move the queue on past a target that never took the lock.
+func TestBrokerHandOffWatchOfANextThatLeftWakesAnother(t *testing.T) {
+	b := newTestBroker(t, 1)
+	ctx := context.Background()
+	next, err := b.SubscribeOwner(ctx, "c", "p1:n", "p1:n/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := b.SubscribeOwner(ctx, "c", "p1:m", "p1:m/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.message(0, "c", "p9:o/1 p8:t p1:n", true) // the target is another process's
+	next.Close()
+	select {
+	case <-after.Wake():
+	case <-time.After(time.Second):
+		t.Fatalf("nobody retried for the next in line that left: %+v", b.Stats())
+	}
+}

@@ -152,3 +152,29 @@ func TestRegistryHandOffToAGoneWaiterGoesToAnotherOfItsProcess(t *testing.T) {
 		t.Fatal("a hand-off between other processes woke or watched a waiter here")
 	}
 }
+
+// A stand-in for a gone target is never the waiter the next in line needs:
+// here the process's other waiter, x, is the only stand-in there is for
+// the gone next, and the exact target is present, so x is the watch
+// whatever its place in the queue.
+func TestRegistryHandOffStandInsDoNotUseUpEachOther(t *testing.T) {
+	for _, owners := range [][]string{{"p1:t", "p1:x"}, {"p1:x", "p1:t"}} {
+		r := newRegistry()
+		ws := ownedWaiters(r, "c", owners...)
+		target, x := ws[slices.Index(owners, "p1:t")], ws[slices.Index(owners, "p1:x")]
+		_, watch := r.dispatch("c", "p9:o/1 p1:t p1:gone")
+		if watch != x {
+			t.Fatalf("queue %v: watch = %p, want x %p", owners, watch, x)
+		}
+		if !target.takeWake() || x.takeWake() {
+			t.Fatalf("queue %v: the target alone is woken", owners)
+		}
+	}
+	// The target gone too: one waiter stands in for it, the other watches.
+	r := newRegistry()
+	ws := ownedWaiters(r, "c", "p1:a", "p1:b")
+	_, watch := r.dispatch("c", "p9:o/2 p1:gone p1:gone2")
+	if got := woken(ws); !slices.Equal(got, []int{0}) || watch != ws[1] {
+		t.Fatalf("woken %v, watch %p; want [0] and %p", got, watch, ws[1])
+	}
+}

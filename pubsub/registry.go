@@ -85,21 +85,13 @@ func (r *registry) dispatch(channel, payload string) (claimed bool, watch *Waite
 // another waiter of the process takes its place, so a queue entry that
 // outlived its waiter costs nothing while its process lives.
 func (r *registry) handOff(channel string, m message) (watch *Waiter) {
-	var target, sameTarget, next, sameNext *Waiter
-	for _, w := range r.chans[channel] {
-		switch {
-		case w.owner == m.target:
-			target = w
-		case w.owner == m.next:
-			next = w
-		case sameClient(w.owner, m.target) && sameTarget == nil:
-			sameTarget = w
-		case sameClient(w.owner, m.next) && sameNext == nil:
-			sameNext = w
-		}
-	}
+	q := r.chans[channel]
+	target := exactOwner(q, m.target)
+	next := exactOwner(q, m.next)
+	// Stand-ins only where the owner named is not here: a waiter picked for
+	// the target must not use up the one the next in line needs, nor be it.
 	if target == nil {
-		target = sameTarget
+		target = standIn(q, m.target, next)
 	}
 	if target != nil {
 		target.noteReason(WokenHandOff)
@@ -113,13 +105,33 @@ func (r *registry) handOff(channel string, m message) (watch *Waiter) {
 			r.wakes++
 		}
 	}
-	if next == nil && sameNext != target {
-		next = sameNext
+	if next == nil {
+		next = standIn(q, m.next, target)
 	}
 	return next
 }
 
-// sameClient reports whether two owners (CLIENT:ID) belong to one Client.
+// exactOwner returns the waiter of q that waits for owner, or nil.
+func exactOwner(q []*Waiter, owner string) *Waiter {
+	for _, w := range q {
+		if owner != "" && w.owner == owner {
+			return w
+		}
+	}
+	return nil
+}
+
+// standIn returns the oldest waiter of q of owner's process other than
+// except, or nil: it takes the place of owner, who gave up.
+func standIn(q []*Waiter, owner string, except *Waiter) *Waiter {
+	for _, w := range q {
+		if w != except && sameClient(w.owner, owner) {
+			return w
+		}
+	}
+	return nil
+}
+
 func sameClient(a, b string) bool {
 	ca, _, okA := strings.Cut(a, ":")
 	cb, _, okB := strings.Cut(b, ":")
