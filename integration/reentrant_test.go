@@ -915,6 +915,48 @@ func TestReentrantHandOffAloneReservesNothing(t *testing.T) {
 	require.True(t, a.Acquired, "nothing is reserved: whoever asks first takes it: %+v", a)
 }
 
+// TestReentrantReleaseLeavesTheQueueWhereItHeld: an owner refused on a
+// node while it waited stays in that node's queue when it takes the lock
+// through the others; a renewal's repair may then write its hold there
+// (a repair carries no ticket, so it leaves the queue alone). The release
+// that ends the hold, told the owner may be queued there (LeaveQueue),
+// takes it out, as one that finds no hold does. Before 2026-12-06 the
+// entry stayed while others kept queuing, and every release there sent a
+// copy for keepers to the owner's process.
+func TestReentrantReleaseLeavesTheQueueWhereItHeld(t *testing.T) {
+	node, direct := singleNode(t)
+	ctx := t.Context()
+	key := mustKey(t, "leave-where-held")
+	var bseq, aseq int64
+	holder := opFor(key, "b:holder", 1, &bseq)
+	got, err := node.Acquire(ctx, holder)
+	require.NoError(t, err)
+	require.True(t, got.Acquired)
+	waiter := opFor(key, "a:waiter", 1, &aseq)
+	waiter.Ticket = 10
+	got, err = node.Acquire(ctx, waiter)
+	require.NoError(t, err)
+	require.False(t, got.Acquired)
+	require.NoError(t, direct.ZScore(ctx, key.Queue, "a:waiter").Err(), "the refused waiter is queued")
+
+	holder.Count, holder.Seq, holder.Wake = 0, holder.Seq+2, reentrant.WakeKeepers // not the tie-breaker
+	r, err := node.Release(ctx, holder, "rel-b")
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Released, r)
+	repair := opFor(key, "a:waiter", 1, &aseq)
+	got, err = node.Acquire(ctx, repair)
+	require.NoError(t, err)
+	require.True(t, got.Acquired, "the repair writes the hold")
+	require.NoError(t, direct.ZScore(ctx, key.Queue, "a:waiter").Err(), "a repair leaves the queue alone")
+
+	release := opFor(key, "a:waiter", 0, &aseq)
+	release.Wake, release.LeaveQueue = reentrant.WakeKeepers, true
+	r, err = node.Release(ctx, release, "rel-a")
+	require.NoError(t, err)
+	require.Equal(t, reentrant.Released, r)
+	require.ErrorIs(t, direct.ZScore(ctx, key.Queue, "a:waiter").Err(), redis.Nil, "the owner is still queued after its release")
+}
+
 // TestReentrantReleaseReadsTheQueueOnce: a release to 0 reads the queue
 // once, above the helpers (release.lua), and decides on it as below them:
 // with nobody queued it deletes the lock and publishes nothing, whatever

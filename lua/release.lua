@@ -24,9 +24,9 @@
 --         to refuse.
 -- ARGV[8] '1' when the owner may be registered in the wait queue here
 --         (reentrant.Op.LeaveQueue): it was refused here while it waited
---         and took the lock through other nodes. A release to 0 that finds
---         no hold of the owner takes it out of the queue, so that this
---         node's releases stop naming it.
+--         and took the lock through other nodes. A release to 0 takes it
+--         out of the queue, whether it finds the owner's hold (a repair
+--         wrote it) or none, so that this node's releases stop naming it.
 --
 -- Returns 0 when the owner does not hold the lock here (nothing changes but
 -- the tombstone, see below), 1 when it still holds it, 2 when the lock was
@@ -136,6 +136,12 @@ if ARGV[7] ~= '1' then
   bury(KEYS[3], seq, lease)
 end
 redis.call('DEL', key)
+if ARGV[8] == '1' and stale ~= owner then
+  -- Held here, and perhaps queued too: refused here while it waited, the
+  -- owner took the lock through the other nodes, and a repair wrote its
+  -- hold here since (a repair carries no ticket, so it leaves the queue).
+  dequeue(KEYS[4], owner, 1, nil)
+end
 announce(KEYS[2], ARGV[5], mode, KEYS[4], head, KEYS[5], stale, queued)
 if KEYS[6] then
   unmark(KEYS[6], owner)

@@ -254,11 +254,13 @@
  * readers' leases key, whose tombstone a force-unlock met) and made a
  * count that is no number foreign data where inspect read it as 0: errors
  * on data relock never writes, which the model does not have, so only the
- * lines changed.
+ * lines changed. The same day release.lua's release to 0 that finds the
+ * owner's hold also takes it out of the wait queue when told it may be
+ * there (ARGV[8]): the queue is not modelled, so only the line changed.
  */
 /* checksum lua/prelude.lua sha256:917739f63ae124801f4a3a78bf3cd8e165b7abc352e9453c3c6beacc34f64062 */
 /* checksum lua/acquire.lua sha256:713438e0747baec5420ce0606a7ef2509166c681fee44bbbbb59d06fe9a65fd6 */
-/* checksum lua/release.lua sha256:4656899753d500fadf206c86e0999a1f6d2ae2fb3e8f375cb65a57a34a7fac10 */
+/* checksum lua/release.lua sha256:ad1eca3e3143c849b692117d3986fc625b9541982ec7840407d455356a22e6c3 */
 /* checksum lua/renew.lua sha256:8179278940225cb82a163f0e8b8ff661d6a6237706b5d18943ffa75917d5f5da */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 /* checksum lua/forceunlock.lua sha256:556548626b264349d774e0d1ac8414f252eff6c67ef0f9a0647a75ca5eb28a94 */

@@ -217,9 +217,10 @@ type Op struct {
 	// LeaveQueue, for a release to zero of an Exclusive hold, says that the
 	// owner may still be registered in the lock's wait queue on this node:
 	// it was refused here with its Ticket while it waited, and took the
-	// lock through the other nodes. A release that finds no hold of the
-	// owner here then takes it out of the queue (one command), so that
-	// this node's releases stop naming an owner that is not waiting. Not
+	// lock through the other nodes. A release to zero then takes it out of
+	// the queue (one command), whether it finds the owner's hold (a
+	// renewal's repair wrote it) or none, so that this node's releases stop
+	// naming an owner that is not waiting. Not
 	// with Fair (a fair queue's entries expire by their deadlines).
 	LeaveQueue bool
 
