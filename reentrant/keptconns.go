@@ -187,6 +187,9 @@ func giveBack(kept []keptConn) {
 // it bad, and the Conn then fails every later call with it wrapped, so one
 // kept failed each call until it went 100 ms unused.
 func brokeConn(err error) bool {
+	if err == nil {
+		return false // first: the errors.As targets below escape, an allocation each
+	}
 	var short *shortfallError
 	if errors.As(err, &short) {
 		// Too few replicas is the node's answer; a WAIT that failed, the
@@ -194,5 +197,5 @@ func brokeConn(err error) bool {
 		return short.cause != nil && brokeConn(short.cause)
 	}
 	var server redis.Error
-	return err != nil && (!errors.As(err, &server) || redis.IsReadOnlyError(err))
+	return !errors.As(err, &server) || redis.IsReadOnlyError(err)
 }
