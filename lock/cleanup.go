@@ -150,6 +150,23 @@ func (c *Client) releaseOn(op reentrant.Op, nodes []int, deadline time.Time) {
 	}
 }
 
+// releaseAfter is releaseOn for a hold whose owner was told it lost it:
+// op goes out no earlier than notBefore, the hold's ValidUntil. The owner
+// may count on the hold until then (its loss is reported a little before),
+// so another owner must not be let in sooner, as freeing the nodes at once
+// would. A newer release of the owner merged in since goes at once.
+func (c *Client) releaseAfter(op reentrant.Op, nodes []int, notBefore, deadline time.Time) {
+	for _, node := range nodes {
+		c.cleaners[node].add(op, func(e *cleanup, _ bool) {
+			e.deadline = later(e.deadline, deadline)
+			if e.release.Seq == op.Seq {
+				// Past the look-ahead too, which sends what is due soon.
+				e.due = later(e.due, notBefore.Add(cleanupLookAhead))
+			}
+		})
+	}
+}
+
 // keepReleasing sends op's release to node again and again until deadline:
 // the node's state is unknown, and an older acquire may still land there.
 func (c *Client) keepReleasing(op reentrant.Op, node int, deadline time.Time) {

@@ -539,11 +539,11 @@ func (h *hold) startHold(lease time.Duration, renewed bool, validUntil time.Time
 			why = expiredReason(renewed)
 		}
 		if clean, marked := h.markLost(lost, why); marked {
-			// The nodes' copies end on their own at about this time, unless
+			// The nodes' copies end on their own at about ValidUntil, unless
 			// a call of the owner that got no reply set a lease there anew
-			// (a re-entry or an undo that timed out): clear them now, as a
+			// (a re-entry or an undo that timed out): clear them then, as a
 			// loss the owner's own call found out does.
-			h.c.releaseOn(clean, h.c.allNodes(), time.Now().Add(clean.Lease))
+			h.clearAfterLoss(clean)
 		}
 	})
 	if h.holdCtx != nil {
@@ -597,7 +597,18 @@ func (h *hold) loseHold(why LossReason) {
 	h.mu.Lock()
 	clean := h.op(0, h.lease, 1)
 	h.mu.Unlock()
-	h.c.releaseOn(clean, h.c.allNodes(), time.Now().Add(clean.Lease))
+	h.clearAfterLoss(clean)
+}
+
+// clearAfterLoss sends clean, a release to 0 of the lost hold, to every
+// node in the background, once the hold's ValidUntil has passed (see
+// releaseAfter): the owner was told of the loss before it, and may count
+// on the hold until then.
+func (h *hold) clearAfterLoss(clean reentrant.Op) {
+	h.mu.Lock()
+	valid := h.validUntil // the last deadline, kept by markLost
+	h.mu.Unlock()
+	h.c.releaseAfter(clean, h.c.allNodes(), valid, later(time.Now(), valid).Add(clean.Lease))
 }
 
 // signalLoss signals the loss of the current hold. The caller does not
