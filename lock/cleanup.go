@@ -143,23 +143,20 @@ func (c *Client) setBack(op reentrant.Op, nodes []int, deadline time.Time) {
 // releaseOn sends op's release to the given nodes in the background,
 // retrying each until it gets through or deadline passes.
 func (c *Client) releaseOn(op reentrant.Op, nodes []int, deadline time.Time) {
-	for _, node := range nodes {
-		c.cleaners[node].add(op, func(e *cleanup, _ bool) {
-			e.deadline = later(e.deadline, deadline)
-		})
-	}
+	c.releaseAfter(op, nodes, time.Time{}, deadline)
 }
 
 // releaseAfter is releaseOn for a hold whose owner was told it lost it:
-// op goes out no earlier than notBefore, the hold's ValidUntil. The owner
-// may count on the hold until then (its loss is reported a little before),
-// so another owner must not be let in sooner, as freeing the nodes at once
-// would. A newer release of the owner merged in since goes at once.
+// op goes out no earlier than notBefore, the hold's ValidUntil (zero: at
+// once). The owner may count on the hold until then (its loss is reported
+// a little before), so another owner must not be let in sooner, as freeing
+// the nodes at once would. A newer release of the owner merged in since
+// goes at once.
 func (c *Client) releaseAfter(op reentrant.Op, nodes []int, notBefore, deadline time.Time) {
 	for _, node := range nodes {
 		c.cleaners[node].add(op, func(e *cleanup, _ bool) {
 			e.deadline = later(e.deadline, deadline)
-			if e.release.Seq == op.Seq {
+			if !notBefore.IsZero() && e.release.Seq == op.Seq {
 				// Past the look-ahead too, which sends what is due soon.
 				e.due = later(e.due, notBefore.Add(cleanupLookAhead))
 			}

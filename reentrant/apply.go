@@ -219,18 +219,14 @@ func (n *Node) pipelined(ctx context.Context, calls []scriptCall) []*redis.Cmd {
 // recoverNoScript). known learns from the replies.
 func runPipelined(ctx context.Context, rdb sender, rep Replication, known *lua.Loaded, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
-	var sourced map[*lua.Script]bool // made for a script not loaded only
+	first := firstSends{known: known}
 	sent, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {
-			if known.Has(c.script) || sourced[c.script] {
+			if first.bySource(c.script) {
+				cmds[i] = c.script.RunSource(ctx, p, c.keys, c.args...)
+			} else {
 				cmds[i] = c.script.RunSHA(ctx, p, c.keys, c.args...)
-				continue
 			}
-			if sourced == nil {
-				sourced = make(map[*lua.Script]bool, 1)
-			}
-			sourced[c.script] = true
-			cmds[i] = c.script.RunSource(ctx, p, c.keys, c.args...)
 		}
 		rep.wait(ctx, p)
 		return nil
@@ -250,13 +246,42 @@ func runPipelined(ctx context.Context, rdb sender, rep Replication, known *lua.L
 // answer of the node's that it holds that call's script.
 func learnLoaded(known *lua.Loaded, calls []scriptCall, cmds []*redis.Cmd) {
 	for i, cmd := range cmds {
-		switch err := cmd.Err(); {
-		case lua.IsNoScript(err):
-			known.Forget()
-		case !brokeConn(err):
-			known.Add(calls[i].script)
-		}
+		learn(known, calls[i].script, cmd.Err())
 	}
+}
+
+// learn records in known what err, the reply to one call of s, tells of
+// the node's script cache: NOSCRIPT, that it lost every script; any other
+// answer of the node's (a reply, or an error the script raised), that it
+// holds s. A broken connection tells nothing.
+func learn(known *lua.Loaded, s *lua.Script, err error) {
+	switch {
+	case lua.IsNoScript(err):
+		known.Forget()
+	case !brokeConn(err):
+		known.Add(s)
+	}
+}
+
+// firstSends picks, among the calls of one round trip, those that go by
+// source: the first call of each script the node is not known to hold
+// (see lua.Loaded). The source caches the script, so the calls of it
+// queued behind that one go by SHA.
+type firstSends struct {
+	known   *lua.Loaded          // nil: no script is known to be there
+	sourced map[*lua.Script]bool // made for a script not loaded only
+}
+
+// bySource reports whether the next call of s goes by source.
+func (f *firstSends) bySource(s *lua.Script) bool {
+	if (f.known != nil && f.known.Has(s)) || f.sourced[s] {
+		return false
+	}
+	if f.sourced == nil {
+		f.sourced = make(map[*lua.Script]bool, 1)
+	}
+	f.sourced[s] = true
+	return true
 }
 
 // recoverNoScript sends again the calls whose reply in cmds is NOSCRIPT, and
@@ -275,7 +300,7 @@ func recoverNoScript(ctx context.Context, rdb sender, rep Replication, known *lu
 		return
 	}
 	defer learnLoaded(known, calls, cmds)
-	sourced := make(map[*lua.Script]bool, 1)
+	var first firstSends // the node answered NOSCRIPT: it holds none
 	// resent sends the calls numbered idx in one round trip.
 	resent := func(idx []int, send func(p redis.Pipeliner)) {
 		sent, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -292,12 +317,11 @@ func recoverNoScript(ctx context.Context, rdb sender, rep Replication, known *lu
 	resent(missing, func(p redis.Pipeliner) {
 		for _, i := range missing {
 			c := calls[i]
-			if sourced[c.script] {
+			if first.bySource(c.script) {
+				cmds[i] = c.script.RunSource(ctx, p, c.keys, c.args...)
+			} else {
 				cmds[i] = c.script.RunSHA(ctx, p, c.keys, c.args...)
-				continue
 			}
-			sourced[c.script] = true
-			cmds[i] = c.script.RunSource(ctx, p, c.keys, c.args...)
 		}
 	})
 	missing = noScript(cmds, missing)

@@ -351,18 +351,14 @@ type sender interface {
 // pipelined sends batch in one pipelined round trip (ending with WAIT in
 // the replicated mode), and again those calls answered NOSCRIPT.
 func (p *pipeliner) pipelined(ctx context.Context, to sender, batch []*call) {
-	var sourced map[*lua.Script]bool // made for a script not loaded only
+	first := firstSends{known: &p.scripts}
 	sent, _ := to.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, c := range batch {
-			if p.scripts.Has(c.script) || sourced[c.script] {
+			if first.bySource(c.script) {
+				c.cmd = c.script.RunSource(ctx, pipe, c.keys, c.args...)
+			} else {
 				c.cmd = c.runSHA(ctx, pipe)
-				continue
 			}
-			if sourced == nil {
-				sourced = make(map[*lua.Script]bool, 1)
-			}
-			sourced[c.script] = true
-			c.cmd = c.script.RunSource(ctx, pipe, c.keys, c.args...)
 		}
 		p.rep.wait(ctx, pipe)
 		return nil
@@ -381,9 +377,7 @@ func (p *pipeliner) pipelined(ctx context.Context, to sender, batch []*call) {
 func (p *pipeliner) sendAgain(ctx context.Context, to sender, batch []*call) {
 	if !slices.ContainsFunc(batch, func(c *call) bool { return lua.IsNoScript(c.cmd.Err()) }) {
 		for _, c := range batch {
-			if err := c.cmd.Err(); !brokeConn(err) {
-				p.scripts.Add(c.script)
-			}
+			learn(&p.scripts, c.script, c.cmd.Err())
 		}
 		return
 	}
@@ -410,20 +404,16 @@ func (p *pipeliner) sendOne(to sender, c *call) {
 	case p.rep.on() && !c.script.ReadOnly():
 		// WAIT must follow the write on its connection: a pipeline.
 		p.pipelined(ctx, to, []*call{c})
-	case !p.scripts.Has(c.script):
-		c.cmd = c.script.RunSource(ctx, to, c.keys, c.args...)
-		if !brokeConn(c.cmd.Err()) {
-			p.scripts.Add(c.script)
-		}
 	default:
-		c.cmd = c.runSHA(ctx, to)
-		if lua.IsNoScript(c.cmd.Err()) {
-			p.scripts.Forget()
-			c.cmd = c.script.RunSource(ctx, to, c.keys, c.args...)
-			if !brokeConn(c.cmd.Err()) {
-				p.scripts.Add(c.script)
+		if p.scripts.Has(c.script) {
+			c.cmd = c.runSHA(ctx, to)
+			if !lua.IsNoScript(c.cmd.Err()) {
+				return
 			}
+			p.scripts.Forget() // it lost its cache: send the source
 		}
+		c.cmd = c.script.RunSource(ctx, to, c.keys, c.args...)
+		learn(&p.scripts, c.script, c.cmd.Err())
 	}
 }
 
