@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relock-go/relock/internal/callctx"
 	"github.com/relock-go/relock/internal/rtt"
 	"github.com/relock-go/relock/reentrant"
 )
@@ -81,7 +82,7 @@ func fanOutTo[T any](c *Client, ctx context.Context, kind callKind, lease time.D
 			here = -1 // a worker makes it: the cancellation must be seen sooner
 		}
 		nc.limit = start.Add(wait)
-		nc.ctx = nodeCtx{Context: ctx, deadline: nc.limit, running: true, here: i == here}
+		nc.ctx = nodeCtx{Context: callctx.Context{Context: ctx, At: nc.limit, Timed: i == here}, running: true}
 		nc.c, nc.i, nc.node, nc.call, nc.finished = c, i, node, call, finished
 		nc.start, nc.wait, nc.token = start, wait, token
 		c.inflight.Add(1)
@@ -145,7 +146,7 @@ collect:
 			if !nc.answered && nc.ctx.running {
 				// Its context ends at its deadline even once the node is
 				// no longer waited for, as a context.WithTimeout would.
-				next = earliest(next, nc.ctx.deadline)
+				next = earliest(next, nc.ctx.At)
 			}
 		}
 		if !waiting {
@@ -172,7 +173,7 @@ collect:
 					}
 					nc.stopped = true
 				}
-				if nc.ctx.running && !nc.ctx.deadline.After(now) {
+				if nc.ctx.running && !nc.ctx.At.After(now) {
 					nc.endCtx(context.DeadlineExceeded)
 				}
 			}
@@ -266,7 +267,7 @@ func (nc *nodeCall[T]) complete(value T, err error) {
 // endCtx ends the call's context with err.
 func (nc *nodeCall[T]) endCtx(err error) {
 	nc.ctx.running = false
-	nc.ctx.end(err)
+	nc.ctx.End(err)
 }
 
 // lateOutcome is the outcome of a call fanOutTo stopped waiting for; its
@@ -288,114 +289,15 @@ func (nc *nodeCall[T]) lateOutcome() *outcome[T] {
 // fanOutTo ends it (at that deadline, when the fan-out ctx ends, or when the
 // fan-out returns). It does the work of a context.WithTimeout per node call
 // without a timer or an allocation of its own (fanOutTo's loop already wakes
-// at each node's deadline; only a call on fanOutTo's own goroutine that
-// waits on Done needs a timer, see here), and makes its channel only for a
-// call that waits on it.
+// at each node's deadline), and makes its channel only for a call that
+// waits on it. A call on fanOutTo's own goroutine (see
+// nodeWaits.callableHere), whose loop cannot end the context meanwhile, has
+// it Timed: if the call waits on Done (queued behind its node's busy
+// pipelines) a timer ends it at the deadline, and the fan-out ctx's
+// cancellation ends it as it comes.
 type nodeCtx struct {
-	context.Context // the fan-out's ctx, for its values and its deadline
-	deadline        time.Time
-	running         bool // not ended by fanOutTo yet; fanOutTo's own
-	// here: the call runs on fanOutTo's goroutine, whose loop cannot end
-	// the context meanwhile, so if the call waits on Done (queued behind
-	// its node's busy pipelines) a timer ends it at the deadline, and the
-	// fan-out ctx's cancellation ends it as it comes.
-	here bool
-
-	mu        sync.Mutex
-	done      chan struct{}
-	err       error
-	expiry    *expiry     // see here
-	unwatched func() bool // stops watching the fan-out ctx; see here
-}
-
-// Deadline is the node's deadline, or the fan-out ctx's when earlier.
-func (x *nodeCtx) Deadline() (time.Time, bool) {
-	if d, ok := x.Context.Deadline(); ok && d.Before(x.deadline) {
-		return d, true
-	}
-	return x.deadline, true
-}
-
-// Done returns a channel closed once the context ends.
-func (x *nodeCtx) Done() <-chan struct{} {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.done == nil {
-		x.done = make(chan struct{})
-		switch {
-		case x.err != nil:
-			close(x.done)
-		case x.here:
-			x.expiry = armExpiry(x)
-			if x.Context.Done() != nil {
-				x.unwatched = context.AfterFunc(x.Context, func() { x.end(x.Context.Err()) })
-			}
-		}
-	}
-	return x.done
-}
-
-// Err is nil until the context ends, then why it ended.
-func (x *nodeCtx) Err() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.err
-}
-
-// end ends the context with err, unless it has ended already.
-func (x *nodeCtx) end(err error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.err != nil {
-		return
-	}
-	x.err = err
-	if x.done != nil {
-		close(x.done)
-	}
-	if x.expiry != nil {
-		x.expiry.disarm()
-	}
-	if x.unwatched != nil {
-		x.unwatched()
-	}
-}
-
-// expiry ends a nodeCtx at its deadline (see nodeCtx.here). Its timer is
-// made once and kept in expiries between uses, for a call queued behind
-// busy pipelines, as most are under load, would otherwise make a timer and
-// a closure each time.
-type expiry struct {
-	t *time.Timer
-	x *nodeCtx // set before t is reset: the timer's start orders it before fire
-}
-
-// expiries keeps disarmed expiries whose timers will not fire.
-var expiries sync.Pool
-
-// armExpiry returns an expiry that ends x at its deadline.
-func armExpiry(x *nodeCtx) *expiry {
-	e, ok := expiries.Get().(*expiry)
-	if !ok {
-		e = &expiry{}
-		e.t = time.AfterFunc(time.Hour, e.fire)
-		e.t.Stop()
-	}
-	e.x = x
-	e.t.Reset(time.Until(x.deadline))
-	return e
-}
-
-// fire ends the context at its deadline.
-func (e *expiry) fire() { e.x.end(context.DeadlineExceeded) }
-
-// disarm stops the timer. Only an expiry stopped before it fired goes back
-// to expiries: one that fired, or is firing, still reads e.x.
-func (e *expiry) disarm() {
-	if e.t.Stop() {
-		e.x = nil
-		expiries.Put(e)
-	}
+	callctx.Context
+	running bool // not ended by fanOutTo yet; fanOutTo's own
 }
 
 // timers keeps stopped timers for fanOutTo's waits: a fan-out would

@@ -223,7 +223,7 @@ func boundedByDeadline(rdb redis.UniversalClient) bool {
 // here, in interleaved by-hand runs of the bench's uncontended scenario).
 //
 // A call that finds the node's pipelines busy waits in the node's queue on
-// this goroutine until its context ends (see nodeCtx.here: at the node's
+// this goroutine until its context ends (see nodeCtx, Timed: at the node's
 // deadline, or as the fan-out ctx is cancelled), and is then withdrawn
 // unsent; once sent, it ends by its trip's deadline (the node's wait, see
 // reentrant.NewNode). On a node answering within its wait the fan-out so

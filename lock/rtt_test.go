@@ -280,69 +280,6 @@ func TestSeesCancelInAllowsACancellableContextOnlyForAShortWait(t *testing.T) {
 	}
 }
 
-func TestNodeCtxEndsWhenToldOrAtItsDeadline(t *testing.T) {
-	type key struct{}
-	parent := context.WithValue(context.Background(), key{}, "span")
-	x := &nodeCtx{Context: parent, deadline: time.Now().Add(time.Hour)}
-	if x.Value(key{}) != "span" || x.Err() != nil {
-		t.Fatalf("value %v, err %v; want the parent's value and no error", x.Value(key{}), x.Err())
-	}
-	if d, ok := x.Deadline(); !ok || !d.Equal(x.deadline) {
-		t.Fatalf("deadline %v %v; want its own", d, ok)
-	}
-	done := x.Done()
-	x.end(context.Canceled)
-	x.end(context.DeadlineExceeded) // the first reason stays
-	select {
-	case <-done:
-	default:
-		t.Fatal("Done not closed after end")
-	}
-	if !errors.Is(x.Err(), context.Canceled) {
-		t.Fatalf("err %v; want context.Canceled", x.Err())
-	}
-
-	// A call made on the fan-out's goroutine: nothing else ends it, so a
-	// wait on Done ends at the deadline...
-	here := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(20 * time.Millisecond), here: true}
-	awaitEnd(t, "at its deadline", here, here.Done(), context.DeadlineExceeded)
-
-	// ...or as the fan-out ctx is cancelled, well before it.
-	parent, cancel := context.WithCancel(context.Background())
-	here = &nodeCtx{Context: parent, deadline: time.Now().Add(time.Hour), here: true}
-	done = here.Done()
-	cancel()
-	awaitEnd(t, "as the fan-out ctx was cancelled", here, done, context.Canceled)
-	here.end(context.Canceled) // stops its timer
-}
-
-// awaitEnd fails t unless x, a call's context on the fan-out's goroutine,
-// ends (done closes) within 10 s with the error want.
-func awaitEnd(t *testing.T, when string, x *nodeCtx, done <-chan struct{}, want error) {
-	t.Helper()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("a call's ctx on the fan-out's goroutine did not end %s", when)
-	}
-	if !errors.Is(x.Err(), want) {
-		t.Fatalf("ended %s with %v; want %v", when, x.Err(), want)
-	}
-}
-
-// An expiry disarmed before it fired is used again, and then ends only the
-// context it was armed for.
-func TestExpiryEndsOnlyTheContextItIsArmedFor(t *testing.T) {
-	first := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(time.Hour), here: true}
-	first.Done()
-	first.end(context.Canceled) // disarmed before firing: back in the pool
-	second := &nodeCtx{Context: context.Background(), deadline: time.Now().Add(20 * time.Millisecond), here: true}
-	awaitEnd(t, "at its deadline through an expiry used before", second, second.Done(), context.DeadlineExceeded)
-	if !errors.Is(first.Err(), context.Canceled) {
-		t.Fatalf("the first context's err became %v; want context.Canceled", first.Err())
-	}
-}
-
 // The first-contact duplicate check waits as long as a first acquire call
 // to a node that never answered does: the adaptive initial timeout within
 // the Client's bounds, or the fixed timeout.

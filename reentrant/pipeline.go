@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relock-go/relock/internal/callctx"
 	"github.com/relock-go/relock/lua"
 )
 
@@ -61,9 +62,10 @@ type call struct {
 	script *lua.Script
 	keys   []string
 	args   []any
-	argv   []any         // a prepared call's whole EVALSHA argv (see preparedCall), or nil
-	budget time.Duration // the time the caller's ctx had left when it queued; 0: no deadline
-	values valuesOf      // the caller's ctx values (a trace span), for a lone call
+	argv   []any            // a prepared call's whole EVALSHA argv (see preparedCall), or nil
+	budget time.Duration    // the time the caller's ctx had left when it queued; 0: no deadline
+	values callctx.ValuesOf // the caller's ctx values (a trace span), for a lone call
+	trip   callctx.Context  // a lone call's trip: on values, with the trip's deadline
 	cmd    *redis.Cmd
 
 	// Guarded by pipeliner.mu. The channels are made only when needed: a
@@ -81,14 +83,14 @@ func (p *pipeliner) runCall(ctx context.Context, sc scriptCall) *redis.Cmd {
 
 // runPrepared is run for a prepared call, which sends its argv as it is.
 func (p *pipeliner) runPrepared(ctx context.Context, pc preparedCall) *redis.Cmd {
-	return p.runQueued(ctx, &call{script: pc.script, keys: pc.keys, args: pc.args, argv: pc.argv, values: valuesOf{ctx}})
+	return p.runQueued(ctx, &call{script: pc.script, keys: pc.keys, args: pc.args, argv: pc.argv, values: callctx.ValuesOf{Context: ctx}})
 }
 
 // run queues a script call and waits for its reply or for ctx to end. A call
 // whose ctx ends while still queued is never sent; one already sent may
 // still run on the node, as with any call whose reply is lost.
 func (p *pipeliner) run(ctx context.Context, script *lua.Script, keys []string, args ...any) *redis.Cmd {
-	return p.runQueued(ctx, &call{script: script, keys: keys, args: args, values: valuesOf{ctx}})
+	return p.runQueued(ctx, &call{script: script, keys: keys, args: args, values: callctx.ValuesOf{Context: ctx}})
 }
 
 // runQueued is run for the call c.
@@ -333,9 +335,9 @@ func (p *pipeliner) send(batch []*call) {
 			p.sendOne(to, batch[0])
 		} else {
 			// A shared trip belongs to no one caller: no caller's values.
-			ctx, cancel := context.WithDeadline(context.Background(), p.deadline(batch))
-			p.pipelined(ctx, to, batch)
-			cancel()
+			trip := &callctx.Context{Context: context.Background(), At: p.deadline(batch), Timed: true}
+			p.pipelined(trip, to, batch)
+			trip.End(context.Canceled)
 		}
 		return slices.ContainsFunc(batch, func(c *call) bool { return brokeConn(c.cmd.Err()) })
 	})
@@ -398,8 +400,9 @@ func (p *pipeliner) sendAgain(ctx context.Context, to sender, batch []*call) {
 // have (see deadline). It keeps its caller's values, so go-redis hooks
 // (redisotel) see the caller's trace span. Its caller then finishes c.
 func (p *pipeliner) sendOne(to sender, c *call) {
-	ctx, cancel := context.WithDeadline(&c.values, time.Now().Add(max(p.timeout, c.budget)))
-	defer cancel()
+	c.trip = callctx.Context{Context: &c.values, At: time.Now().Add(max(p.timeout, c.budget)), Timed: true}
+	ctx := &c.trip
+	defer ctx.End(context.Canceled)
 	switch {
 	case p.rep.on() && !c.script.ReadOnly():
 		// WAIT must follow the write on its connection: a pipeline.
@@ -449,12 +452,3 @@ func (p *pipeliner) deadline(batch []*call) time.Time {
 	}
 	return time.Now().Add(wait)
 }
-
-// valuesOf is context.WithoutCancel(ctx) without its allocation (it lives
-// inside the call): ctx's values, none of its cancellation or deadline,
-// since the deadline rule above decides how long a trip waits.
-type valuesOf struct{ context.Context }
-
-func (valuesOf) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (valuesOf) Done() <-chan struct{}       { return nil }
-func (valuesOf) Err() error                  { return nil }
