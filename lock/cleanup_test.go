@@ -310,3 +310,16 @@ func TestCleanupRoundTimeoutDoublesAfterTimeoutsOnly(t *testing.T) {
 		t.Fatalf("release timeout 4s, lease 10s: %v; want 4s", got)
 	}
 }
+
+// A release's ID starts with releasesOf its owner (its own waiters ignore
+// it), names its sequence number, and costs one allocation.
+func TestReleaseIDOfAnOwnersRelease(t *testing.T) {
+	op := testOp(1234567)
+	id := releaseID(op)
+	if want := releasesOf(op.Owner) + "1234567"; id != want {
+		t.Fatalf("releaseID = %q; want %q", id, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = releaseID(op) }); n != 1 {
+		t.Fatalf("%v allocations per release ID; want 1", n)
+	}
+}

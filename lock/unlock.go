@@ -103,6 +103,7 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 	}
 
 	start := time.Now()
+	id := releaseID(op) // the same on every node
 	replies := fanOutTo(h.c, ctx, kindRelease, op.Lease, -1, h.kind.quorum, func(ctx context.Context, n *reentrant.Node) (reentrant.ReleaseResult, error) {
 		op := op
 		i := slices.Index(h.c.nodes, n)
@@ -111,7 +112,7 @@ func (h *hold) release(ctx context.Context, all bool) (err error) {
 		op.Wake = h.c.wakeOn(i, op, tieTaken)
 		op.NoStrays = !strays.has(i)
 		op.LeaveQueue = leave.has(i)
-		return n.Release(ctx, op, releaseID(op))
+		return n.Release(ctx, op, id)
 	})
 	elapsed := time.Since(start)
 	var agreed, notHeld int

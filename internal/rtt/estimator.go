@@ -41,7 +41,19 @@ type Estimator struct {
 	backoff uint // doublings since the last sample
 
 	snap atomic.Pointer[snapshot]
+	// next: an unremarkable sample (one within the timeout) arriving
+	// before then (nanoseconds since epoch, on the monotonic clock) is
+	// skipped, so the estimate moves once per round trip as RFC 6298
+	// assumes, not once per call: under load a node answers hundreds of
+	// calls per round trip, and their deviations would be forgotten at
+	// once. Apart from snap, which is replaced only when what readers see
+	// changes (each replacement an allocation): a node well within the
+	// floor moves its estimate on every round trip, its timeouts seldom.
+	next atomic.Int64
 }
+
+// epoch is what next counts from: a monotonic clock reading.
+var epoch = time.Now()
 
 // snapshot is what readers see: replaced whole on every update.
 type snapshot struct {
@@ -50,11 +62,6 @@ type snapshot struct {
 	token   Token
 	// backedOff: a call timed out since the last answer.
 	backedOff bool
-	// next: an unremarkable sample (one within the timeout) arriving before
-	// then is skipped, so the estimate moves once per round trip as RFC 6298
-	// assumes, not once per call: under load a node answers hundreds of
-	// calls per round trip, and their deviations would be forgotten at once.
-	next time.Time
 }
 
 // New returns an Estimator with no sample yet. A Floor that is not positive
@@ -62,7 +69,7 @@ type snapshot struct {
 // between them.
 func New(cfg Config) *Estimator {
 	e := &Estimator{cfg: cfg.bounded()}
-	e.publish(time.Time{}, 0)
+	e.publish(0)
 	return e
 }
 
@@ -100,14 +107,14 @@ func (e *Estimator) BackedOff() bool { return e.snap.Load().backedOff }
 // not ambiguous (each call is answered once), and it tells the most about a
 // node that became slower. It clears the backoff.
 func (e *Estimator) Sample(rtt time.Duration) {
-	now := time.Now()
-	if s := e.snap.Load(); rtt <= s.timeout && now.Before(s.next) {
+	now := time.Since(epoch)
+	if rtt <= e.snap.Load().timeout && int64(now) < e.next.Load() {
 		return // cheap path: an ordinary answer within this round trip
 	}
 	rtt = max(rtt, time.Microsecond) // the clock's granularity
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s := e.snap.Load(); rtt <= s.timeout && now.Before(s.next) {
+	if rtt <= e.snap.Load().timeout && int64(now) < e.next.Load() {
 		return
 	}
 	if !e.sampled {
@@ -121,7 +128,8 @@ func (e *Estimator) Sample(rtt time.Duration) {
 		e.backoff = 0
 		token++
 	}
-	e.publish(now.Add(e.srtt), token)
+	e.next.Store(int64(now + e.srtt))
+	e.publish(token)
 }
 
 // Expired records that a call given the timeout named token got no answer
@@ -137,12 +145,13 @@ func (e *Estimator) Expired(token Token) {
 	}
 	e.backoff++
 	// The next answer is taken whatever its timing: it ends the backoff.
-	e.publish(time.Time{}, s.token+1)
+	e.next.Store(0)
+	e.publish(s.token + 1)
 }
 
-// publish computes the timeouts from the estimate and makes them visible.
-// The caller holds mu (or owns e, in New).
-func (e *Estimator) publish(next time.Time, token Token) {
+// publish computes the timeouts from the estimate and makes them visible,
+// if they changed. The caller holds mu (or owns e, in New).
+func (e *Estimator) publish(token Token) {
 	typical, base := e.cfg.Floor, e.cfg.Initial
 	if e.sampled {
 		typical = e.clamp(e.srtt + 4*e.rttvar)
@@ -155,7 +164,11 @@ func (e *Estimator) publish(next time.Time, token Token) {
 		}
 		timeout *= 2
 	}
-	e.snap.Store(&snapshot{timeout: e.clamp(timeout), typical: typical, token: token, next: next, backedOff: e.backoff > 0})
+	next := snapshot{timeout: e.clamp(timeout), typical: typical, token: token, backedOff: e.backoff > 0}
+	if s := e.snap.Load(); s == nil || *s != next {
+		replaced := next // on the heap only when it is
+		e.snap.Store(&replaced)
+	}
 }
 
 func (e *Estimator) clamp(d time.Duration) time.Duration {

@@ -246,3 +246,26 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func tokenOf(e *Estimator) Token { _, tok := e.Timeout(); return tok }
+
+// Round trips that move the estimate but not the timeouts readers see (a
+// node well within the floor) replace nothing: no allocation per answer.
+// One that changes them is published.
+func TestSampleAllocatesOnlyWhenTheTimeoutsChange(t *testing.T) {
+	e := newTest()
+	e.Sample(2 * ms)
+	n := testing.AllocsPerRun(100, func() {
+		e.next.Store(0) // as if a round trip had passed: the sample is taken
+		e.Sample(2 * ms)
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per sample within the floor; want 0", n)
+	}
+	if got, _ := e.Timeout(); got != 100*ms {
+		t.Fatalf("Timeout() = %v; want the floor", got)
+	}
+	e.next.Store(0)
+	e.Sample(time.Second) // far above the floor: the timeout moves
+	if got, _ := e.Timeout(); got <= 100*ms {
+		t.Fatalf("Timeout() = %v after a 1 s round trip; want it above the floor", got)
+	}
+}
