@@ -75,21 +75,25 @@ func TestReportInspectNonNumberIsForeignData(t *testing.T) {
 		_, err = node.InspectSemaphore(ctx, sem)
 		requireForeignAt(t, err, sem.Lock)
 	})
-	t.Run("capacity", func(t *testing.T) {
-		node, direct := singleNode(t)
-		ctx := t.Context()
-		key := mustKey(t, "report-capacity")
-		sem := key.Semaphore()
-		require.NoError(t, direct.HSet(ctx, key.Permits(), "/capacity", "abc").Err())
-		_, err := node.Inspect(ctx, key)
-		requireForeignAt(t, err, key.Permits(), "a capacity that is no number is not read as 0")
-		_, err = node.InspectSemaphore(ctx, sem)
-		requireForeignAt(t, err, sem.Lock, "nor by the semaphore's own inspect")
-		var seq int64
-		_, err = node.Acquire(ctx, semOp(sem, "c:alice", 1, 2, 1, &seq))
-		requireForeignAt(t, err, sem.Lock, "an acquire does not take it for no capacity and write its own")
-		require.Equal(t, "abc", direct.HGet(ctx, key.Permits(), "/capacity").Val(), "left untouched")
-	})
+	// What relock never writes as a capacity: no number, and numbers Lua's
+	// tonumber would take although they are no whole count of permits.
+	for _, stored := range []string{"abc", "1.5", "0", "-2", "0x10", " 2", "2e0"} {
+		t.Run("capacity "+stored, func(t *testing.T) {
+			node, direct := singleNode(t)
+			ctx := t.Context()
+			key := mustKey(t, "report-capacity")
+			sem := key.Semaphore()
+			require.NoError(t, direct.HSet(ctx, key.Permits(), "/capacity", stored).Err())
+			_, err := node.Inspect(ctx, key)
+			requireForeignAt(t, err, key.Permits(), "a capacity of %q is not read as one", stored)
+			_, err = node.InspectSemaphore(ctx, sem)
+			requireForeignAt(t, err, sem.Lock, "nor by the semaphore's own inspect")
+			var seq int64
+			_, err = node.Acquire(ctx, semOp(sem, "c:alice", 1, 2, 1, &seq))
+			requireForeignAt(t, err, sem.Lock, "an acquire does not take it for another capacity and write its own")
+			require.Equal(t, stored, direct.HGet(ctx, key.Permits(), "/capacity").Val(), "left untouched")
+		})
+	}
 }
 
 // TestReportForeignReadLeasesNamedAsSuch: a key of another type where an

@@ -30,16 +30,20 @@ local capacityField = '/capacity'
 -- asks for would not be of one semaphore (a client of k = 3 would take a
 -- third permit while one of k = 2 holds two). It goes with the keys when the
 -- last holder leaves, so an idle semaphore can be given a new capacity.
--- A stored value that is no number is foreign data (relock writes only
--- numbers): read as none, an acquire would write its own over it. The
--- caller checked that permits is a hash, or no key.
+-- A stored value that is not a whole number of permits, written in plain
+-- decimal digits as relock writes it, is foreign data: read as none, an
+-- acquire would write its own over it; read by tonumber, "1.5", "0" or
+-- "0x10" would pass for a capacity. The caller checked that permits is a
+-- hash, or no key.
 local function capacityOf(permits)
   local stored = redis.call('HGET', permits, capacityField)
-  local k = tonumber(stored)
-  if stored and not k then
+  if not stored then
+    return nil
+  end
+  if not string.find(stored, '^[1-9]%d*$') then
     foreign(permits, semRoles[1])
   end
-  return k
+  return tonumber(stored)
 end
 
 -- others returns the permits held by live holders other than owner, and
