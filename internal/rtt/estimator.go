@@ -55,7 +55,7 @@ type Estimator struct {
 // epoch is what next counts from: a monotonic clock reading.
 var epoch = time.Now()
 
-// snapshot is what readers see: replaced whole on every update.
+// snapshot is what readers see: replaced whole when an update changes it.
 type snapshot struct {
 	timeout time.Duration // with backoff
 	typical time.Duration // without backoff; Floor before the first sample
@@ -164,9 +164,9 @@ func (e *Estimator) publish(token Token) {
 		}
 		timeout *= 2
 	}
-	next := snapshot{timeout: e.clamp(timeout), typical: typical, token: token, backedOff: e.backoff > 0}
-	if s := e.snap.Load(); s == nil || *s != next {
-		replaced := next // on the heap only when it is
+	want := snapshot{timeout: e.clamp(timeout), typical: typical, token: token, backedOff: e.backoff > 0}
+	if s := e.snap.Load(); s == nil || *s != want {
+		replaced := want // on the heap only when it is
 		e.snap.Store(&replaced)
 	}
 }
