@@ -92,6 +92,19 @@ type Contended struct {
 	Errors       int
 	FirstErr     error
 	Overlaps     int // acquisitions while another goroutine held the lock
+	// Rounds is how many interleaved rounds the figures pool (see
+	// Config.ContendedRounds).
+	Rounds int
+
+	// The counts the per-acquisition figures come from, kept so that
+	// rounds can be pooled (see add): round trips (tripCycles the
+	// acquisitions they were counted over, 0 when not counted), and the
+	// commands the nodes ran, in all and by command (cmdCycles likewise).
+	trips      int64
+	tripCycles int
+	cmds       []int64
+	byCmd      map[string]int64
+	cmdCycles  int
 }
 
 // CyclesPerSec returns the acquisition rate.
@@ -314,15 +327,78 @@ run:
 	}
 	r.Handoff, r.Wake, r.Acquire, r.Wait = NewDist(handoff), NewDist(wake), NewDist(acquire), NewDist(wait)
 	r.Unlock = NewDist(unlock)
-	if counted && r.Cycles > 0 {
-		r.RoundTrips = float64(trips-tripsBefore) / float64(r.Cycles)
+	if counted {
+		r.trips, r.tripCycles = trips-tripsBefore, r.Cycles
 	}
-	if statsErr == nil && r.Cycles > 0 {
-		r.ServerCmds, r.ServerCmdsPerNode = perAcquisition(statsAfter.commandsSince(statsBefore), r.Cycles)
-		r.ServerCmdsBy = commandsPer(statsAfter.byCommandSince(statsBefore), r.Cycles)
+	if statsErr == nil {
+		r.cmds, r.byCmd, r.cmdCycles = statsAfter.commandsSince(statsBefore), statsAfter.byCommandSince(statsBefore), r.Cycles
+	}
+	r.Rounds = 1
+	r.perAcquisition()
+	return r, nil
+}
+
+// perAcquisition sets the per-acquisition figures from the counts.
+func (r *Contended) perAcquisition() {
+	r.RoundTrips, r.ServerCmds, r.ServerCmdsPerNode, r.ServerCmdsBy, r.Publishes = 0, 0, nil, nil, 0
+	if r.tripCycles > 0 {
+		r.RoundTrips = float64(r.trips) / float64(r.tripCycles)
+	}
+	if r.cmdCycles > 0 {
+		r.ServerCmds, r.ServerCmdsPerNode = perAcquisition(r.cmds, r.cmdCycles)
+		r.ServerCmdsBy = commandsPer(r.byCmd, r.cmdCycles)
 		r.Publishes = r.ServerCmdsBy["publish"]
 	}
-	return r, nil
+}
+
+// pool returns r with the round o of the same library, masters and clients
+// added (o itself when r is nil): the samples and counts of both, as if
+// measured in one run of their summed time. PerGoroutine adds up by
+// goroutine number (each round's goroutine g is another Client).
+func (r *Contended) pool(o *Contended) *Contended {
+	if r == nil {
+		return o
+	}
+	join := func(a, b Dist) Dist { return NewDist(append(slices.Clone(a), b...)) }
+	r.Ping, r.FanPing, r.IdlePing = join(r.Ping, o.Ping), join(r.FanPing, o.FanPing), join(r.IdlePing, o.IdlePing)
+	r.Handoff, r.Wake, r.Acquire = join(r.Handoff, o.Handoff), join(r.Wake, o.Wake), join(r.Acquire, o.Acquire)
+	r.Wait, r.Unlock = join(r.Wait, o.Wait), join(r.Unlock, o.Unlock)
+	r.Elapsed += o.Elapsed
+	r.Cycles += o.Cycles
+	r.Self += o.Self
+	for g, n := range o.PerGoroutine {
+		if g < len(r.PerGoroutine) {
+			r.PerGoroutine[g] += n
+		}
+	}
+	r.Stuck += o.Stuck
+	r.MaxWait = max(r.MaxWait, o.MaxWait)
+	r.GaveUp += o.GaveUp
+	r.Errors += o.Errors
+	if r.FirstErr == nil {
+		r.FirstErr = o.FirstErr
+	}
+	r.Overlaps += o.Overlaps
+	r.Rounds += o.Rounds
+	if o.tripCycles > 0 {
+		r.trips += o.trips
+		r.tripCycles += o.tripCycles
+	}
+	if o.cmdCycles > 0 {
+		if len(r.cmds) < len(o.cmds) {
+			r.cmds = append(r.cmds, make([]int64, len(o.cmds)-len(r.cmds))...)
+		}
+		for i, n := range o.cmds {
+			r.cmds[i] += n
+		}
+		if r.byCmd == nil {
+			r.byCmd = map[string]int64{}
+		}
+		addCommands(r.byCmd, o.byCmd)
+		r.cmdCycles += o.cmdCycles
+	}
+	r.perAcquisition()
+	return r
 }
 
 // contender is one goroutine of a contended run: Lock, work, Unlock, pause,

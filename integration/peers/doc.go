@@ -24,7 +24,8 @@
 //     masters); the rows include "relock (split votes, before)" and
 //     "relock (no wait queue, before)", relock's Clients made with
 //     internal/abtest.SplitVotes or NoWaitQueue set, the A/B of the
-//     contention protocol;
+//     contention protocol; the rows of one master count run in interleaved
+//     rounds (Config.ContendedRounds), each pooling its rounds;
 //   - uncontended and sequential: 64 goroutines, a key each, or one, on one
 //     shared Process, interleaved in rounds;
 //   - design: the design document's table, 100 goroutines each with its own

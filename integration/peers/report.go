@@ -184,9 +184,15 @@ func (r *Report) writeContended(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "## Contended hand-off: %d goroutines on one key, hold %v (time.Sleep), pause %v (time.Sleep)\n\n",
 		c.Contenders, c.Work, c.Pause)
+	rounds := max(c.ContendedRounds, 1)
+	if rounds > 1 {
+		fmt.Fprintf(w, "Measured in %d rounds per master count: each round runs every row of that master count in turn, %v each after %v of warm-up, with new clients; "+
+			"each row pools its rounds (samples and counts alike; per goroutine min–max adds up each goroutine's acquisitions over the rounds), "+
+			"so that the rows set side by side share the machine's drifting load. ", rounds, c.Duration/time.Duration(rounds), c.Warmup/time.Duration(rounds))
+	}
 	fmt.Fprintf(w, "Clients: per goroutine = every goroutine its own Client (its own go-redis clients), as separate processes would have; shared = one for all. "+
 		"relock (split votes, before): relock's Clients made with abtest.SplitVotes set, contending as relock did before its tie-breaker; relock (no wait queue, before): with abtest.NoWaitQueue set, waiting without the tie-breaker's wait queue, which hands each release to one waiter across processes (the A/B of the contention protocol). "+
-		"PING p50 before: sequential go-redis PINGs on the first master just before the run (the machine's load drifts), on the libraries' route; on this kind of virtual machine they are bimodal (by hand, one client within one minute: p50 about 10 µs in some windows, 65 to 105 µs in others), so this column is information only; ∥ PING to N: a PING to every master of the run in parallel, until the last reply, just before it too; after idle: the same (to the one master alone on 1), each after a sleep of the hold, as each round trip of a hand-off starts from a machine idle for the hold (on this virtual machine an idle core is slow to wake). "+
+		"PING p50 before: sequential go-redis PINGs on the first master just before each of the row's runs (the machine's load drifts), on the libraries' route; on this kind of virtual machine they are bimodal (by hand, one client within one minute: p50 about 10 µs in some windows, 65 to 105 µs in others), so this column is information only; ∥ PING to N: a PING to every master of the run in parallel, until the last reply, just before each run too; after idle: the same (to the one master alone on 1), each after a sleep of the hold, as each round trip of a hand-off starts from a machine idle for the hold (on this virtual machine an idle core is slow to wake). "+
 		"Hand-off: from the holder calling Unlock to another goroutine's Lock returning. "+
 		"Wake / final try split it at the moment the new holder's client sent its last script before Lock returned "+
 		"(go-redis clients only; with a shared client only relock, whose scripts carry the owner id). Re-acquired: share of acquisitions won by the goroutine that had just released. "+

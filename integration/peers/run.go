@@ -45,6 +45,9 @@ type Config struct {
 	Duration time.Duration // measured time of each run
 	Warmup   time.Duration // unmeasured time before each run, same clients
 	Rounds   int           // uncontended and sequential: Duration is split in that many interleaved rounds
+	// ContendedRounds: the contended scenario's Duration and Warmup are
+	// split in that many interleaved rounds, per master count.
+	ContendedRounds int
 
 	Contenders int           // goroutines on the one contended key
 	Work       time.Duration // time holding the lock (time.Sleep)
@@ -89,19 +92,20 @@ const (
 // DefaultConfig returns the full run: 3 s per run, about 6 minutes in all.
 func DefaultConfig() Config {
 	return Config{
-		Duration:      3 * time.Second,
-		Warmup:        500 * time.Millisecond,
-		Rounds:        6,
-		Contenders:    16,
-		Work:          time.Millisecond,
-		Pause:         200 * time.Microsecond,
-		Uncontended:   64,
-		DesignClients: 100,
-		DesignPool:    2,
-		WatchdogLocks: []int{1000, 10000},
-		WatchdogLease: 3 * time.Second,
-		WatchdogTicks: 3,
-		BenchRequests: 200000,
+		Duration:        3 * time.Second,
+		Warmup:          500 * time.Millisecond,
+		Rounds:          6,
+		ContendedRounds: 3,
+		Contenders:      16,
+		Work:            time.Millisecond,
+		Pause:           200 * time.Microsecond,
+		Uncontended:     64,
+		DesignClients:   100,
+		DesignPool:      2,
+		WatchdogLocks:   []int{1000, 10000},
+		WatchdogLease:   3 * time.Second,
+		WatchdogTicks:   3,
+		BenchRequests:   200000,
 	}
 }
 
@@ -111,6 +115,7 @@ func QuickConfig() Config {
 	c.Duration = 300 * time.Millisecond
 	c.Warmup = 100 * time.Millisecond
 	c.Rounds = 2
+	c.ContendedRounds = 1
 	c.WatchdogLocks = []int{200}
 	c.WatchdogLease = 600 * time.Millisecond
 	c.WatchdogTicks = 2
@@ -250,18 +255,23 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 	}
 
 	if cfg.wants(ScenarioContended) {
+		// The cells of one master count run in interleaved rounds, each
+		// cell a share of the measured time in every round, so that the
+		// rows compared with each other (relock and its peers, the A/B
+		// rows) share the machine's drifting load.
+		rounds := max(cfg.ContendedRounds, 1)
+		round := cfg
+		round.Duration = cfg.Duration / time.Duration(rounds)
+		round.Warmup = cfg.Warmup / time.Duration(rounds)
 		for _, n := range nodeCounts {
-			for _, lib := range libs {
-				if (lib.SingleNode && n > 1) || lib.UncontendedOnly || !cfg.wantsLib(lib.Name) {
-					continue
-				}
-				for _, mode := range []string{ModePerGoroutine, ModeShared} {
-					if mode == ModeShared && n > sharedUpTo {
-						continue
-					}
-					err := attempt(fmt.Sprintf("contended %s, %d master(s), %s", lib.Name, n, mode), func() error {
-						ping, fan, idle, perr := adjacentPing(ctx, cfg, srv, n)
-						r, err := runContended(ctx, cfg, lib, srv.Addrs[:n], srv.Admin[:n], mode)
+			cells := contendedCells(cfg, libs, n)
+			pooled := make([]*Contended, len(cells))
+			for i := range rounds {
+				for j, cell := range cells {
+					what := fmt.Sprintf("contended %s, %d master(s), %s, round %d of %d", cell.lib.Name, n, cell.mode, i+1, rounds)
+					err := attempt(what, func() error {
+						ping, fan, idle, perr := adjacentPing(ctx, round, srv, n)
+						r, err := runContended(ctx, round, cell.lib, srv.Addrs[:n], srv.Admin[:n], cell.mode)
 						if err == nil {
 							err = perr
 						}
@@ -269,12 +279,17 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 							return err
 						}
 						r.Ping, r.FanPing, r.IdlePing = ping, fan, idle
-						rep.Contended = append(rep.Contended, r)
+						pooled[j] = pooled[j].pool(r)
 						return nil
 					})
 					if err != nil {
 						return rep, err
 					}
+				}
+			}
+			for _, r := range pooled {
+				if r != nil {
+					rep.Contended = append(rep.Contended, r)
 				}
 			}
 		}
@@ -368,6 +383,31 @@ func Run(ctx context.Context, cfg Config, srv Servers) (*Report, error) {
 		}
 	}
 	return rep, flush()
+}
+
+// contendedCell is one row of the contended table: a library and a client
+// mode.
+type contendedCell struct {
+	lib  Lib
+	mode string
+}
+
+// contendedCells returns the contended scenario's rows on n masters, in
+// table order.
+func contendedCells(cfg Config, libs []Lib, n int) []contendedCell {
+	var cells []contendedCell
+	for _, lib := range libs {
+		if (lib.SingleNode && n > 1) || lib.UncontendedOnly || !cfg.wantsLib(lib.Name) {
+			continue
+		}
+		for _, mode := range []string{ModePerGoroutine, ModeShared} {
+			if mode == ModeShared && n > sharedUpTo {
+				continue
+			}
+			cells = append(cells, contendedCell{lib, mode})
+		}
+	}
+	return cells
 }
 
 // adjacentPing measures the PING round trip on the first node right before

@@ -98,7 +98,7 @@ func (r *Report) Checks() []Check {
 			// sequential one on 1 master, which is bimodal on this VM (see
 			// the contended table's PING p50 before).
 			if q2 := ratio(x.Handoff.P50(), x.FanPing.P50()); x.Nodes > 1 && q2 > 0 {
-				m += fmt.Sprintf("; %.2f× the same just before the run (%s)", q2, fmtDur(x.FanPing.P50()))
+				m += fmt.Sprintf("; %.2f× the same just before its runs (%s)", q2, fmtDur(x.FanPing.P50()))
 			}
 			target, ok := fmt.Sprintf("≤ %.0f×", spec10HandoffToRTT), verdict(q <= spec10HandoffToRTT)
 			if !separate {
@@ -111,7 +111,7 @@ func (r *Report) Checks() []Check {
 			if x.Nodes > 1 {
 				idle = fmt.Sprintf("parallel PING to %d", x.Nodes)
 			}
-			add("relock hand-off p50 ÷ the "+idle+" p50 after an idle hold, just before the run, "+where,
+			add("relock hand-off p50 ÷ the "+idle+" p50 after an idle hold, just before its runs, "+where,
 				fmt.Sprintf("%.2f× (%s ÷ %s)", q, fmtDur(x.Handoff.P50()), fmtDur(x.IdlePing.P50())),
 				"information (two round trips, each from an idle machine: about 2× is the floor)", nil)
 		}
