@@ -66,9 +66,10 @@ fmt-check:
 # Side by side with go-redsync/redsync, bsm/redislock and rueidislock on 1, 3
 # and 5 Redis masters in containers (integration/peers is its own module, so
 # the library never depends on the peers). About 6 minutes; pass flags with
-# BENCH_FLAGS, e.g. make bench BENCH_FLAGS='-quick' or BENCH_FLAGS='-out bench.md';
+# BENCH_FLAGS, e.g. make bench BENCH_FLAGS='-quick' or BENCH_FLAGS='-out bench.md'
+# (paths from here);
 # a subset with RELOCK_BENCH_ONLY=contended,design (scenarios),
 # RELOCK_BENCH_LIBS=relock,redsync and RELOCK_BENCH_MASTERS=3,5
 # (integration/peers/doc.go).
 bench: image
-	cd integration/peers && $(TEST_ENV) $(GO) run ./cmd/relock-bench $(BENCH_FLAGS)
+	cd integration/peers && RELOCK_BENCH_DIR=$(CURDIR) $(TEST_ENV) $(GO) run ./cmd/relock-bench $(BENCH_FLAGS)

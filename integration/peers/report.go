@@ -188,7 +188,8 @@ func (r *Report) writeContended(w io.Writer) {
 	if rounds > 1 {
 		fmt.Fprintf(w, "Measured in %d rounds per master count: each round runs every row of that master count in turn, %v each after %v of warm-up, with new clients; "+
 			"each row pools its rounds (samples and counts alike; per goroutine min–max adds up each goroutine's acquisitions over the rounds), "+
-			"so that the rows set side by side share the machine's drifting load. ", rounds, c.Duration/time.Duration(rounds), c.Warmup/time.Duration(rounds))
+			"so that the rows set side by side share the machine's drifting load. ", rounds,
+			(c.Duration / time.Duration(rounds)).Round(time.Millisecond), (c.Warmup / time.Duration(rounds)).Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "Clients: per goroutine = every goroutine its own Client (its own go-redis clients), as separate processes would have; shared = one for all. "+
 		"relock (split votes, before): relock's Clients made with abtest.SplitVotes set, contending as relock did before its tie-breaker; relock (no wait queue, before): with abtest.NoWaitQueue set, waiting without the tie-breaker's wait queue, which hands each release to one waiter across processes (the A/B of the contention protocol). "+

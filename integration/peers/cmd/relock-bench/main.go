@@ -11,8 +11,11 @@
 // Flags: -duration per run (default 3s; the whole run takes about 6
 // minutes), -quick for a smoke run of about 40 seconds, -scenarios, -libs
 // and -masters to run a subset, -out to also write the tables to a file,
-// -cpuprofile to profile the run (run one library alone to profile it:
-// -libs is a substring, so -libs relock also runs relock's A/B rows).
+// -cpuprofile to profile the run and -memprofile to sample its allocations
+// (run one library alone to profile it: -libs is a substring, so -libs
+// relock also runs relock's A/B rows; -libs =relock runs relock alone).
+// Relative paths are taken from $RELOCK_BENCH_DIR when set (make bench sets
+// it to the directory it was called from).
 // The environment variables RELOCK_BENCH_ONLY, RELOCK_BENCH_LIBS and
 // RELOCK_BENCH_MASTERS set the defaults of -scenarios, -libs and -masters,
 // so that `make bench` runs a subset too:
@@ -28,6 +31,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -57,8 +62,12 @@ func main() {
 		route      = flag.String("route", "bridge", "how clients reach the Redis containers: bridge (the containers' own IPs, as a client on another host would) or published (Docker's published loopback ports, through its userland proxy)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (every library's client, this process) to this file, for go tool pprof")
 		traceOut   = flag.String("trace", "", "write an execution trace of the whole run to this file, for go tool trace (e.g. -pprof=sched: how long goroutines waited to run)")
+		memProfile = flag.String("memprofile", "", "write an allocation profile of the whole run to this file, for go tool pprof -sample_index=alloc_objects (every 4 KiB allocated sampled, not Go's default 512 KiB)")
 	)
 	flag.Parse()
+	for _, path := range []*string{out, cpuProfile, traceOut, memProfile} {
+		*path = fromCaller(*path)
+	}
 
 	cfg := def
 	if *quick {
@@ -95,12 +104,50 @@ func main() {
 	if err != nil {
 		fatalf("%v", err)
 	}
+	stopMem, err := startMemProfile(*memProfile)
+	if err != nil {
+		fatalf("%v", err)
+	}
 	err = run(cfg, *out)
+	stopMem()
 	stopTrace()
 	stopProfile()
 	if err != nil {
 		fatalf("%v", err)
 	}
+}
+
+// fromCaller returns a relative path as relative to the directory make
+// bench was called from ($RELOCK_BENCH_DIR, which the Makefile sets: the
+// command itself runs in integration/peers), so that BENCH_FLAGS='-out
+// FILE' means the FILE the caller sees.
+func fromCaller(path string) string {
+	if dir := os.Getenv("RELOCK_BENCH_DIR"); path != "" && dir != "" && !filepath.IsAbs(path) {
+		return filepath.Join(dir, path)
+	}
+	return path
+}
+
+// startMemProfile samples allocations from now, when path is set, and
+// returns what writes the profile of the run's allocations into path.
+func startMemProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	runtime.MemProfileRate = 4096
+	return func() {
+		runtime.GC() // the profile counts allocations up to the last GC
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			fmt.Fprintf(os.Stderr, "relock-bench: writing the allocation profile: %v\n", err)
+		}
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "relock-bench: writing the allocation profile: %v\n", err)
+		}
+	}, nil
 }
 
 // startCPUProfile starts profiling the process's CPU into path, when set,
@@ -138,6 +185,14 @@ func record(path, what string, start func(io.Writer) error, end func()) (stop fu
 }
 
 func run(cfg peers.Config, out string) error {
+	if out != "" {
+		// Fail now, not after the run, when the file cannot be written.
+		f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
