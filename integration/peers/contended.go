@@ -97,7 +97,7 @@ type Contended struct {
 	Rounds int
 
 	// The counts the per-acquisition figures come from, kept so that
-	// rounds can be pooled (see add): round trips (tripCycles the
+	// rounds can be pooled (see pool): round trips (tripCycles the
 	// acquisitions they were counted over, 0 when not counted), and the
 	// commands the nodes ran, in all and by command (cmdCycles likewise).
 	trips      int64
