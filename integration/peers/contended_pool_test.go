@@ -1,6 +1,8 @@
 package peers
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,4 +58,19 @@ func TestPoolSkipsRoundsWithoutServerStats(t *testing.T) {
 	assert.Equal(t, 200, r.Cycles)
 	assert.InDelta(t, 5.0, r.ServerCmds, 1e-9)
 	assert.Zero(t, r.RoundTrips, "never counted")
+}
+
+// TestReportNamesRowsShortOfRounds: a row that pooled fewer rounds than
+// configured (one failed) says so, and a complete one does not.
+func TestReportNamesRowsShortOfRounds(t *testing.T) {
+	cfg := DefaultConfig()
+	rep := &Report{Config: cfg, Contended: []*Contended{
+		{Lib: NameRelock, Nodes: 1, Mode: ModeShared, Rounds: cfg.ContendedRounds},
+		{Lib: NameRelock, Nodes: 3, Mode: ModeShared, Rounds: cfg.ContendedRounds - 1},
+	}}
+	var b strings.Builder
+	rep.writeContended(&b)
+	out := b.String()
+	assert.Contains(t, out, fmt.Sprintf("| %s (%d of %d rounds) | 3 |", NameRelock, cfg.ContendedRounds-1, cfg.ContendedRounds))
+	assert.Equal(t, 1, strings.Count(out, " rounds) |"), "only the short row is marked")
 }

@@ -217,7 +217,12 @@ func (r *Report) writeContended(w io.Writer) {
 		if x.RoundTrips > 0 {
 			trips = fmt.Sprintf("%.1f", x.RoundTrips)
 		}
-		t.add(x.Lib, fmt.Sprint(x.Nodes), x.Mode, fmtDur(x.Ping.P50()), fmtDur(x.FanPing.P50()), fmtDur(x.IdlePing.P50()), fmtDur(x.Handoff.P50()), fmtDur(x.Handoff.P99()),
+		lib := x.Lib
+		if x.Rounds < rounds {
+			// A round failed (listed under "Runs that failed"): fewer samples.
+			lib += fmt.Sprintf(" (%d of %d rounds)", x.Rounds, rounds)
+		}
+		t.add(lib, fmt.Sprint(x.Nodes), x.Mode, fmtDur(x.Ping.P50()), fmtDur(x.FanPing.P50()), fmtDur(x.IdlePing.P50()), fmtDur(x.Handoff.P50()), fmtDur(x.Handoff.P99()),
 			fmtDur(x.Wake.P50()), fmtDur(x.Acquire.P50()), fmtDur(x.Unlock.P50()), fmtDur(x.Wait.P50()), fmtDur(x.Wait.P99()), fmtDur(x.MaxWait),
 			fmtRate(x.CyclesPerSec()), fmtCmds(x.ServerCmds), trips, fmt.Sprintf("%.1f", x.Publishes), fmt.Sprintf("%.0f%%", 100*x.SelfShare()), fmt.Sprintf("%d–%d", lo, hi),
 			fmt.Sprint(x.Stuck), fmt.Sprint(x.GaveUp), errs, fmt.Sprint(x.Overlaps))

@@ -131,23 +131,19 @@ func fromCaller(path string) string {
 // startMemProfile samples allocations from now, when path is set, and
 // returns what writes the profile of the run's allocations into path.
 func startMemProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	runtime.MemProfileRate = 4096
-	return func() {
-		runtime.GC() // the profile counts allocations up to the last GC
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-			fmt.Fprintf(os.Stderr, "relock-bench: writing the allocation profile: %v\n", err)
-		}
-		if err := f.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "relock-bench: writing the allocation profile: %v\n", err)
-		}
-	}, nil
+	var into io.Writer
+	return record(path, "the allocation profile",
+		func(w io.Writer) error {
+			into = w
+			runtime.MemProfileRate = 4096
+			return nil
+		},
+		func() {
+			runtime.GC() // the profile counts allocations up to the last GC
+			if err := pprof.Lookup("allocs").WriteTo(into, 0); err != nil {
+				fmt.Fprintf(os.Stderr, "relock-bench: writing the allocation profile: %v\n", err)
+			}
+		})
 }
 
 // startCPUProfile starts profiling the process's CPU into path, when set,
