@@ -1020,6 +1020,94 @@ func TestReentrantReleaseReadsTheQueueOnce(t *testing.T) {
 	}
 }
 
+// TestReentrantContendedReleaseDecidesAlike: a release to 0 that finds
+// owners queued runs above release.lua's helpers when it has no tombstone
+// to leave (Op.NoStrays), and below them, through queueHead and announce,
+// when it has one. Both ways must decide alike: the same reply, the same
+// queue and reservation left, the same messages on the same channels. Each
+// scene also says what that is, so that both ways cannot be wrong together.
+func TestReentrantContendedReleaseDecidesAlike(t *testing.T) {
+	_, direct := singleNode(t)
+	// A client that never sends a call twice: through one that may,
+	// Op.NoStrays is void and every release takes the way below.
+	node := reentrant.NewNode(fixtureClients(t, 1)[0], 0)
+	ctx := t.Context()
+
+	type heard struct{ channel, payload string }
+	type outcome struct {
+		reply       reentrant.ReleaseResult
+		queue       []string
+		reservation string
+		heard       []heard
+	}
+	release := func(name string, wake reentrant.Wake, queued []string, noStrays bool) outcome {
+		key := mustKey(t, name)
+		sub := direct.PSubscribe(ctx, key.Channel, key.Channel+">*")
+		defer func() { _ = sub.Close() }()
+		for range 2 {
+			_, err := sub.Receive(ctx) // the subscriptions' confirmations
+			require.NoError(t, err)
+		}
+		var seq int64
+		hold := opFor(key, "c:alice", 1, &seq)
+		got, err := node.Acquire(ctx, hold)
+		require.NoError(t, err)
+		require.True(t, got.Acquired)
+		for i, owner := range queued {
+			require.NoError(t, direct.ZAdd(ctx, key.Queue, redis.Z{Score: float64(10 + i), Member: owner}).Err())
+		}
+		hold.Count, hold.Seq, hold.Wake, hold.NoStrays = 0, hold.Seq+1, wake, noStrays
+		var out outcome
+		out.reply, err = node.Release(ctx, hold, "rel")
+		require.NoError(t, err)
+		require.Zero(t, direct.Exists(ctx, key.Lock).Val(), "the lock is freed")
+		require.Equal(t, !noStrays, direct.Exists(ctx, key.Tombstone("c:alice")).Val() == 1, "a tombstone unless no stray can land")
+		out.queue = direct.ZRange(ctx, key.Queue, 0, -1).Val()
+		out.reservation = direct.Get(ctx, key.QueueDeadlines).Val()
+		if out.reservation != "" {
+			require.LessOrEqual(t, direct.PTTL(ctx, key.QueueDeadlines).Val(), 20*time.Millisecond, "a reservation lives handOffHold")
+		}
+		require.NoError(t, direct.Publish(ctx, key.Channel, "mark").Err())
+		for {
+			msg, err := sub.ReceiveMessage(ctx)
+			require.NoError(t, err)
+			if msg.Payload == "mark" {
+				return out
+			}
+			out.heard = append(out.heard, heard{strings.TrimPrefix(msg.Channel, key.Channel), msg.Payload})
+		}
+	}
+
+	scenes := []struct {
+		name   string
+		wake   reentrant.Wake
+		queued []string
+		want   outcome
+	}{
+		{"handed off, reserved", reentrant.WakeQueue, []string{"p1:w1", "p2:w2", "p3:w3"}, outcome{
+			reentrant.Released, []string{"p2:w2", "p3:w3"}, "p1:w1",
+			[]heard{{">p1", "rel p1:w1 p2:w2"}, {">p2", "rel p1:w1 p2:w2"}}}},
+		{"handed off on one node", reentrant.WakeQueueAlone, []string{"p1:w1"}, outcome{
+			reentrant.Released, []string{}, "", []heard{{">p1", "rel p1:w1 "}}}},
+		{"target and next in one process", reentrant.WakeQueueAlone, []string{"p1:w1", "p1:w2"}, outcome{
+			reentrant.Released, []string{"p1:w2"}, "", []heard{{">p1", "rel p1:w1 p1:w2"}}}},
+		{"the releaser queued by mistake", reentrant.WakeQueue, []string{"p1:w1", "c:alice", "p2:w2"}, outcome{
+			reentrant.Released, []string{"p2:w2"}, "p1:w1", []heard{{">p1", "rel p1:w1 p2:w2"}, {">p2", "rel p1:w1 p2:w2"}}}},
+		{"keepers in two processes", reentrant.WakeKeepers, []string{"p1:w1", "p2:w2", "p1:w3"}, outcome{
+			reentrant.Released, []string{"p1:w1", "p2:w2", "p1:w3"}, "", []heard{{">p1", "rel k"}, {">p2", "rel k"}}}},
+		{"more keepers than personal messages", reentrant.WakeKeepers, []string{"p1:w1", "p2:w2", "p3:w3", "p4:w4", "p5:w5"}, outcome{
+			reentrant.Released, []string{"p1:w1", "p2:w2", "p3:w3", "p4:w4", "p5:w5"}, "", []heard{{"", "rel k"}}}},
+		{"an owner id without a process", reentrant.WakeQueueAlone, []string{"solo"}, outcome{
+			reentrant.Released, []string{}, "", []heard{{"", "rel solo "}}}},
+	}
+	for i, sc := range scenes {
+		for _, noStrays := range []bool{true, false} {
+			got := release(fmt.Sprintf("contended-release-%d-%v", i, noStrays), sc.wake, sc.queued, noStrays)
+			require.Equal(t, sc.want, got, "%s, no strays %v", sc.name, noStrays)
+		}
+	}
+}
+
 // TestReentrantAcquireHintsDecideAlike: the acquire script's hints (no
 // tombstone expected, Op.NoStrays; what the owner expects, Op.Expect)
 // choose which commands it runs, never what it decides: every scene

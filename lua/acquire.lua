@@ -166,6 +166,34 @@ if fresh and (unreserved or not reservation) and not deadlines and not KEYS[6]
   return {1, tonumber(countArg), 0}
 end
 
+-- The most frequent refusal, a waiting owner's attempt that expects another
+-- owner's hold (expect '1') and finds it, also ends here: nothing of its own
+-- in the hash (HMGET), the lock held (PTTL), so it joins the queue with its
+-- ticket, as enqueue does for a Mutex, and reports that PTTL. It needs
+-- nothing the helpers read: no fencing counter, no fair queue, no readers,
+-- no tombstone to bury (a client that never sends a call twice), no
+-- holder's name. Anything else it finds (the lock free, a field of its own,
+-- another type at a key) goes the usual way below, which takes what was
+-- read here (ownFields, holderTTL) instead of reading it again: nothing was
+-- changed yet.
+local ownFields, holderTTL
+if expect == '1' and not reentry and twiceFlag ~= '1' and askHolder ~= '1'
+    and fenced ~= '1' and not deadlines and not KEYS[6] then
+  local fields = redis.pcall('HMGET', key, owner, owner .. '/seq')
+  if not fields.err then
+    ownFields = fields
+    if not fields[1] and not fields[2] then
+      holderTTL = redis.call('PTTL', key)
+      if holderTTL ~= -2 and tonumber(ARGV[6]) <= 0 then
+        return {0, holderTTL, 0}
+      elseif holderTTL ~= -2 and type(redis.pcall('ZADD', KEYS[4], 'NX', ARGV[6], owner)) == 'number' then
+        redis.call('PEXPIRE', KEYS[4], math.max(holderTTL, 0) + tonumber(leaseArg))
+        return {0, holderTTL, 0}
+      end
+    end
+  end
+end
+
 -- @helpers
 
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -186,11 +214,15 @@ elseif not reentry and (noStrays == '1' or expect == '1') then
   -- The lock is most likely another owner's (EXISTS found something, or
   -- the owner expects it held): the owner's own fields first; with none,
   -- the PTTL a refusal reports anyway says whether the lock exists.
-  held, last = ownHold(key, owner)
+  if ownFields then
+    held, last = ownFields[1] and tonumber(ownFields[1]), tonumber(ownFields[2] or '0')
+  else
+    held, last = ownHold(key, owner)
+  end
   if held or last > 0 then
     size = hashSize(key)
   else
-    ttl = redis.call('PTTL', key)
+    ttl = holderTTL or redis.call('PTTL', key)
     size = ttl == -2 and 0 or 1
   end
 else

@@ -180,17 +180,38 @@ func TestReadOnlyScriptsCallOnlyReads(t *testing.T) {
 // before they are defined: lua.go refuses one that would need them there,
 // or that would hide a name of Lua's from them.
 func TestCodeAboveTheHelpersNeedsNoneOfThem(t *testing.T) {
-	if !strings.Contains(lua.Acquire.Source(), "return {1, tonumber(countArg), 0}\nend\n\n-- prelude:") {
-		t.Error("acquire: the free lock's path is not above the helpers")
+	// The paths that run above the helpers, each by a line only it has.
+	fastPaths := map[*lua.Script][]string{
+		lua.Acquire: {
+			"return {1, tonumber(countArg), 0}", // a free lock taken
+			"return {0, holderTTL, 0}",          // a refusal that joins the queue
+		},
+		lua.Release: {
+			"redis.call('DEL', key)\n    return 2", // nobody queued
+			"redis.call('PUBLISH', to, msg)",       // a hand-off, or copies for keepers
+		},
 	}
-	if !strings.Contains(lua.Release.Source(), "    return 2\n  end\nend\n\n-- prelude:") {
-		t.Error("release: the path of a release with nobody queued is not above the helpers")
+	for script, lines := range fastPaths {
+		helpers := strings.Index(script.Source(), "\n-- prelude:")
+		for _, line := range lines {
+			if at := strings.Index(script.Source(), line); at < 0 || at > helpers {
+				t.Errorf("%s: %q is not above the helpers", script.Name(), line)
+			}
+		}
 	}
 	// Above its helpers release.lua reads the queue as far as announce
-	// would for keepers, personalMax + 1 entries, without personalMax.
-	if !strings.Contains(lua.Release.Source(), "mode == 'k' and '4' or '2'") ||
-		!strings.Contains(lua.Release.Source(), "local personalMax = 4\n") {
-		t.Error("release: the queue read above the helpers is not announce's for keepers")
+	// would for keepers, personalMax + 1 entries, publishes on the lock's
+	// channel for more than personalMax, and reserves a hand-off for
+	// handOffHold ms, all without naming those values of the prelude's.
+	for _, copied := range []string{"mode == 'k' and '4' or '2'", "if #tell > 4 then", "'PX', '20'"} {
+		if !strings.Contains(lua.Release.Source(), copied) {
+			t.Errorf("release: %q is not above the helpers", copied)
+		}
+	}
+	for _, value := range []string{"local personalMax = 4\n", "local handOffHold = 20\n"} {
+		if !strings.Contains(lua.Release.Source(), value) {
+			t.Errorf("release: the prelude no longer says %q, which the path above the helpers copies", value)
+		}
 	}
 	bad := map[string]string{
 		"a helper":      "local ok = attempt('GET', KEYS[1])\n-- @helpers\nreturn ownHold(KEYS[1], ARGV[1])",

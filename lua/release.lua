@@ -96,6 +96,45 @@ if read and fields[1] and countArg == '0' and tonumber(seqArg) > tonumber(fields
   end
 end
 
+-- A contended release, the most frequent call after those two: the lock
+-- freed for waiters in the queue, with no tombstone to leave and no entry
+-- of the owner's to take out (ARGV[7], ARGV[8], and for a hand-off the
+-- owner not among the entries read), ends here too, doing what queueHead
+-- and announce do below for it: 'q' and 'h' hand the lock to the head (out
+-- of the queue, reserved for it for handOffHold ms with 'q') and tell its
+-- process and the next owner's; 'k' tells the processes of the owners
+-- registered here, or every process when more than personalMax are. A
+-- process's channel is the lock's, '>' and the owner id up to its last ':'
+-- (personal).
+if queued and #queued > 0 and ARGV[7] == '1' and ARGV[8] ~= '1' and not KEYS[6]
+    and (mode == 'k' or (queued[1] ~= owner and queued[2] ~= owner and queued[3] ~= owner)) then
+  local tell, msg = queued, ARGV[5] .. ' k'
+  if mode ~= 'k' then
+    tell, msg = {queued[1], queued[2]}, ARGV[5] .. ' ' .. queued[1] .. ' ' .. (queued[2] or '')
+  end
+  redis.call('DEL', key)
+  if mode ~= 'k' then
+    redis.call('ZREM', KEYS[4], queued[1])
+  end
+  if mode == 'q' then
+    redis.call('SET', KEYS[5], queued[1], 'PX', '20')
+  end
+  if #tell > 4 then
+    redis.call('PUBLISH', KEYS[2], msg)
+    return 2
+  end
+  local channel, told = KEYS[2], {}
+  for i = 1, #tell do
+    local process = string.match(tell[i], '^(.*):')
+    local to = process and (channel .. '>' .. process) or channel
+    if not told[to] then
+      told[to] = true
+      redis.call('PUBLISH', to, msg)
+    end
+  end
+  return 2
+end
+
 -- @helpers
 
 local lease, count, seq = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(seqArg)
