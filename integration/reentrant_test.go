@@ -1109,10 +1109,11 @@ func TestReentrantContendedReleaseDecidesAlike(t *testing.T) {
 }
 
 // TestReentrantAcquireHintsDecideAlike: the acquire script's hints (no
-// tombstone expected, Op.NoStrays; what the owner expects, Op.Expect)
-// choose which commands it runs, never what it decides: every scene
-// answers alike under each combination and leaves the same state. A
-// refusal expected as such runs neither EXISTS nor HLEN.
+// tombstone expected, Op.NoStrays; what the owner expects, Op.Expect; in no
+// queue here, Op.Unqueued) choose which commands it runs, and whether above
+// its helpers or below them, never what it decides: every scene answers
+// alike under each combination and leaves the same state. A refusal
+// expected as such runs neither EXISTS nor HLEN.
 func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 	_, direct := singleNode(t)
 	// A client that never sends a call twice: the commands counted below
@@ -1122,11 +1123,14 @@ func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 	type hints struct {
 		noStrays bool
 		expect   reentrant.Expectation
+		unqueued bool
 	}
 	var combos []hints
 	for _, noStrays := range []bool{false, true} {
 		for _, expect := range []reentrant.Expectation{reentrant.ExpectFree, reentrant.ExpectHeld, reentrant.ExpectHandOff} {
-			combos = append(combos, hints{noStrays, expect})
+			for _, unqueued := range []bool{false, true} {
+				combos = append(combos, hints{noStrays, expect, unqueued})
+			}
 		}
 	}
 	reserve := func(key reentrant.Key, owner string) {
@@ -1190,7 +1194,7 @@ func TestReentrantAcquireHintsDecideAlike(t *testing.T) {
 			require.NoError(t, direct.Del(ctx, key.Lock, key.Tombstone("c:alice"), key.QueueDeadlines, key.Queue).Err())
 			scene.setUp(key)
 			op := reentrant.Op{Key: key, Owner: "c:alice", Lease: 10 * time.Second, Count: 1, Seq: 10,
-				NoStrays: h.noStrays, Expect: h.expect}
+				NoStrays: h.noStrays, Expect: h.expect, Unqueued: h.unqueued}
 			if scene.takesTurn {
 				op.Ticket, op.TakesTurn = 5, true
 			}

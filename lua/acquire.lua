@@ -166,6 +166,30 @@ if fresh and (unreserved or not reservation) and not deadlines and not KEYS[6]
   return {1, tonumber(countArg), 0}
 end
 
+-- A hand-off's target taking the lock on the node that keeps the queue
+-- (expect '2'), the third call of a contended cycle there, also ends here:
+-- free and no tombstone (the EXISTS above), and reserved for this owner or
+-- for nobody (the reservation, read and ended in one GETDEL as reservedFor
+-- reads it), it takes the lock. Reserved for another owner, the
+-- reservation goes back for handOffHold ms and the owner is refused and
+-- joins the queue, as below. Another type at a key goes the usual way.
+if fresh and reservation and expect == '2' and unqueued == '1' and twiceFlag ~= '1'
+    and fenced ~= '1' and not deadlines and not KEYS[6] then
+  local handedTo = redis.pcall('GETDEL', reservation)
+  if not handedTo or handedTo == owner then
+    store(key, owner, countArg, seqArg, leaseArg)
+    return {1, tonumber(countArg), 0}
+  elseif type(handedTo) == 'string' then
+    redis.call('SET', reservation, handedTo, 'PX', '20')
+    if tonumber(ARGV[6]) <= 0 then
+      return {4, -2, 0}
+    elseif type(redis.pcall('ZADD', KEYS[4], 'NX', ARGV[6], owner)) == 'number' then
+      redis.call('PEXPIRE', KEYS[4], leaseArg)
+      return {4, -2, 0}
+    end
+  end
+end
+
 -- The most frequent refusal, a waiting owner's attempt that expects another
 -- owner's hold (expect '1') and finds it, also ends here: nothing of its own
 -- in the hash (HMGET), the lock held (PTTL), so it joins the queue with its

@@ -185,6 +185,7 @@ func TestCodeAboveTheHelpersNeedsNoneOfThem(t *testing.T) {
 		lua.Acquire: {
 			"return {1, tonumber(countArg), 0}", // a free lock taken
 			"return {0, holderTTL, 0}",          // a refusal that joins the queue
+			"return {4, -2, 0}",                 // a hand-off's reservation for another owner
 		},
 		lua.Release: {
 			"redis.call('DEL', key)\n    return 2", // nobody queued
@@ -202,15 +203,28 @@ func TestCodeAboveTheHelpersNeedsNoneOfThem(t *testing.T) {
 	// Above its helpers release.lua reads the queue as far as announce
 	// would for keepers, personalMax + 1 entries, publishes on the lock's
 	// channel for more than personalMax, and reserves a hand-off for
-	// handOffHold ms, all without naming those values of the prelude's.
-	for _, copied := range []string{"mode == 'k' and '4' or '2'", "if #tell > 4 then", "'PX', '20'"} {
-		if !strings.Contains(lua.Release.Source(), copied) {
-			t.Errorf("release: %q is not above the helpers", copied)
-		}
+	// handOffHold ms, all without naming those values of the prelude's;
+	// acquire.lua puts another owner's reservation back for as long.
+	copies := []struct {
+		script *lua.Script
+		texts  []string // above the helpers
+		values []string // in the helpers the script is given
+	}{
+		{lua.Release, []string{"mode == 'k' and '4' or '2'", "if #tell > 4 then", "'PX', '20'"},
+			[]string{"local personalMax = 4\n", "local handOffHold = 20\n"}},
+		{lua.Acquire, []string{"'PX', '20'"}, []string{"local handOffHold = 20\n"}},
 	}
-	for _, value := range []string{"local personalMax = 4\n", "local handOffHold = 20\n"} {
-		if !strings.Contains(lua.Release.Source(), value) {
-			t.Errorf("release: the prelude no longer says %q, which the path above the helpers copies", value)
+	for _, c := range copies {
+		helpers := strings.Index(c.script.Source(), "\n-- prelude:")
+		for _, text := range c.texts {
+			if at := strings.Index(c.script.Source(), text); at < 0 || at > helpers {
+				t.Errorf("%s: %q is not above the helpers", c.script.Name(), text)
+			}
+		}
+		for _, value := range c.values {
+			if at := strings.Index(c.script.Source(), value); at < helpers {
+				t.Errorf("%s: the prelude no longer says %q, which the path above the helpers copies", c.script.Name(), value)
+			}
 		}
 	}
 	bad := map[string]string{

@@ -7,12 +7,14 @@
 #   bash scripts/script-instructions.sh [REV]
 #
 # It measures this work tree and, when REV (a commit, tag or branch) is
-# given, that version beside it. Four calls, each on keys of its own:
+# given, that version beside it. Five calls, each on keys of its own:
 #
 #   acquire, free lock     a Mutex's first acquisition of a free lock
 #   release, none queued   its Unlock (WakeQueueAlone, no strays)
 #   release, hand-off      the same with an owner in the wait queue
 #   acquire, refused       another owner's waiting Lock, which joins the queue
+#   acquire, handed off    the hand-off's target taking the lock where a
+#                          release reserved it for it (the queue's node)
 #
 # Each figure is the instructions of a redis-server that ran N such calls
 # (after those that set the scene), less those of one that ran only the
@@ -149,6 +151,15 @@ func main() {
 		must(err)
 	}
 	queue := func() { must(rdb.ZAdd(ctx, key.Queue, redis.Z{Score: 1733000000000000, Member: bob}).Err()) }
+	reserve := func() { must(rdb.Set(ctx, key.QueueDeadlines, bob, 10*time.Second).Err()) }
+	// takeHandOff is bob's acquire on the node that keeps the queue after
+	// a release handed the lock to it (reserved for it there).
+	takeHandOff := func() {
+		o := op(bob, 1)
+		o.Expect, o.TakesTurn = reentrant.ExpectHandOff, true
+		_, err := node.Acquire(ctx, o)
+		must(err)
+	}
 	free := acquire(alice, reentrant.ExpectFree)
 	scenes := map[string][]func(){
 		"none":     nil,
@@ -157,6 +168,8 @@ func main() {
 		"queued":   {free, queue},
 		"handed":   {free, queue, release},
 		"refused":  {free, acquire(bob, reentrant.ExpectHeld)},
+		"reserved": {reserve},
+		"takeover": {reserve, takeHandOff},
 	}
 	write := func(file, text string) { must(os.WriteFile(filepath.Join(out, file), []byte(text), 0o644)) }
 	write("acquire.lua", lua.Acquire.Source())
@@ -232,19 +245,22 @@ instructions() {
 	awk '/^(summary|totals):/ {print $2; exit}' "$out"
 }
 
-# measure DIR prints DIR's four figures, one per line.
+# measure DIR prints DIR's five figures, one per line.
 measure() {
-	local dir="$1" none held released queued handed refused
+	local dir="$1" none held released queued handed refused reserved takeover
 	none="$(instructions "$dir" none)"
 	held="$(instructions "$dir" held)"
 	released="$(instructions "$dir" released)"
 	queued="$(instructions "$dir" queued)"
 	handed="$(instructions "$dir" handed)"
 	refused="$(instructions "$dir" refused)"
+	reserved="$(instructions "$dir" reserved)"
+	takeover="$(instructions "$dir" takeover)"
 	echo $(((held - none) / n))
 	echo $(((released - held) / n))
 	echo $(((handed - queued) / n))
 	echo $(((refused - held) / n))
+	echo $(((takeover - reserved) / n))
 }
 
 redis-server --port "$plain" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --logfile "$work/plain.log"
@@ -254,7 +270,7 @@ for _ in $(seq 100); do
 done
 dump "$repo" "$work/tree"
 mapfile -t here < <(measure "$work/tree")
-calls=("acquire, free lock" "release, none queued" "release, hand-off" "acquire, refused")
+calls=("acquire, free lock" "release, none queued" "release, hand-off" "acquire, refused" "acquire, handed off")
 if [ -z "$rev" ]; then
 	echo "instructions per call (callgrind, $n calls each, $(redis-server --version | awk '{sub("v=", "", $3); print $3}'))"
 	for i in "${!calls[@]}"; do
