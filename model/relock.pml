@@ -257,10 +257,23 @@
  * lines changed. The same day release.lua's release to 0 that finds the
  * owner's hold also takes it out of the wait queue when told it may be
  * there (ARGV[8]): the queue is not modelled, so only the line changed.
+ * On 2026-12-07 the three scripts of a contended cycle moved above their
+ * helpers, for a client that never sends a call twice: acquire.lua's
+ * refusal of an owner that expects a holder (HMGET, PTTL, then the queue's
+ * ZADD and PEXPIRE: ACQ's R_HELD, which buries nothing without -DDUPS) and
+ * its take of a lock reserved for its owner (EXISTS, GETDEL, then HSET and
+ * PEXPIRE, or the reservation put back and a refusal: -DHANDOFF's take and
+ * handedTo branch), and release.lua's release to 0 with owners queued and
+ * no tombstone to leave (REL's full release; the hand-off and keepers'
+ * announcements of prelude.lua's announce, written out). Anything else
+ * they meet goes below the helpers, which reuse what was read. The same
+ * commands, state, replies and messages as the paths below give those
+ * calls (TestReentrantContendedReleaseDecidesAlike,
+ * TestReentrantAcquireHintsDecideAlike), so only the lines changed.
  */
 /* checksum lua/prelude.lua sha256:917739f63ae124801f4a3a78bf3cd8e165b7abc352e9453c3c6beacc34f64062 */
-/* checksum lua/acquire.lua sha256:713438e0747baec5420ce0606a7ef2509166c681fee44bbbbb59d06fe9a65fd6 */
-/* checksum lua/release.lua sha256:ad1eca3e3143c849b692117d3986fc625b9541982ec7840407d455356a22e6c3 */
+/* checksum lua/acquire.lua sha256:c3dd239873b9044383f93c2c0075772cbb28fcbdc1511fb490ea7c70162053f0 */
+/* checksum lua/release.lua sha256:b99fb38146823df09c1039ead98362616a360d8d39952cfe7fd37e7ea69c84e0 */
 /* checksum lua/renew.lua sha256:8179278940225cb82a163f0e8b8ff661d6a6237706b5d18943ffa75917d5f5da */
 /* checksum lua/fence.lua sha256:514d69c17ea152f0a0850990562419890842bdefe87a46b1fbdb401f207ac3bf */
 /* checksum lua/forceunlock.lua sha256:556548626b264349d774e0d1ac8414f252eff6c67ef0f9a0647a75ca5eb28a94 */
