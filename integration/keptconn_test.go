@@ -3,6 +3,8 @@ package integration_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,7 +152,7 @@ func TestReentrantNodeGivesBackAConnectionIdleTooLong(t *testing.T) {
 	// second) went back to the pool, whose check finds it closed and dials
 	// another.
 	const name = "kept-idle"
-	node, _, direct := keptConnNode(t, name, nil)
+	node, rdb, direct := keptConnNode(t, name, nil)
 	ctx := t.Context()
 	old, err := direct.ConfigGet(ctx, "timeout").Result()
 	require.NoError(t, err)
@@ -164,9 +166,36 @@ func TestReentrantNodeGivesBackAConnectionIdleTooLong(t *testing.T) {
 	key := mustKey(t, name)
 	var seq int64
 	require.NoError(t, cycle(t, node, key, "c:idle", &seq))
+	// A connection through the same link, opened after the node's last
+	// trip: the server closes it for its idleness no sooner than the
+	// node's.
+	probe, err := net.Dial("tcp", cluster.Nodes[0].Link().Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = probe.Close() })
+	require.Eventually(t, func() bool {
+		s := rdb.PoolStats()
+		return s.TotalConns > 0 && s.IdleConns == s.TotalConns
+	}, 5*time.Second, 10*time.Millisecond, "the node gives its idle connection back to the pool")
 	require.Eventually(t, func() bool { return len(clientIDsNamed(t, direct, name)) == 0 },
 		10*time.Second, 50*time.Millisecond, "the server closes the idle connection")
+	// The close reaches this process through the link's proxy and
+	// Docker's, each passing it on in its own time (under load, after the
+	// node's next trip had left: "connection reset by peer"). The probe's
+	// close, no sooner than the node's, tells when it has come through.
+	require.Eventually(t, func() bool { return closedByPeer(probe) }, 10*time.Second, 20*time.Millisecond,
+		"the server's close reaches this process")
 	require.NoError(t, cycle(t, node, key, "c:idle", &seq), "a connection idle past its server's timeout is not used")
+}
+
+// closedByPeer reports whether conn's peer has closed it: a read finds the
+// end of the stream (or a reset) rather than waiting.
+func closedByPeer(conn net.Conn) bool {
+	if err := conn.SetReadDeadline(time.Now().Add(time.Millisecond)); err != nil {
+		return true
+	}
+	_, err := conn.Read(make([]byte, 1))
+	var netErr net.Error
+	return err != nil && !(errors.As(err, &netErr) && netErr.Timeout())
 }
 
 // clientIDsNamed returns the ids of the connections named name on rdb's
